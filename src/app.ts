@@ -1,0 +1,73 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Config } from './config.js';
+import type { Sql } from './db/database.js';
+import { envelopePlugin } from './http/envelope.plugin.js';
+import { installErrorHandler } from './http/error.handler.js';
+import { successEnvelope } from './http/envelope.schema.js';
+import { authPlugin } from './auth/auth.plugin.js';
+import { sharedJwtSecret } from './auth/auth.sql.js';
+import { authRoutes } from './auth/auth.routes.js';
+import { deptRoutes } from './depts/dept.routes.js';
+import { userRoutes } from './users/user.routes.js';
+import { healthRoutes } from './health.routes.js';
+
+export interface AppOptions {
+  sql: Sql;
+  config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'>;
+  logger?: FastifyServerOptions['logger'];
+}
+
+/**
+ * The whole HTTP application on a given database, without listening: main.ts
+ * listens, the tests inject. Registration order: external plugins, then our
+ * cross-cutting plugins, then one route plugin per resource.
+ */
+export async function buildApp({ sql, config, logger }: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: logger ?? {
+      level: config.logLevel,
+      // Tokens travel only in this header; passwords only in bodies, which are never logged.
+      redact: ['req.headers.authorization'],
+    },
+    bodyLimit: 1024 * 1024,
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    ajv: { customOptions: { allErrors: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Only JSON bodies are accepted; Fastify's default text/plain parser would let other types through to validation.
+  app.removeContentTypeParser('text/plain');
+
+  installErrorHandler(app);
+  await app.register(envelopePlugin);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: 'Department and tenant service', version: '0.1.0' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+      security: [{ bearer: [] }],
+    },
+    // Handlers return `data`; the wire carries it inside the envelope, so the document says so.
+    transform: ({ schema, url }) => {
+      const response = schema?.response as Record<string, unknown> | undefined;
+      if (!response?.['200']) return { schema, url };
+      return { schema: { ...schema, response: { ...response, 200: successEnvelope(response['200'] as never) } }, url };
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+  app.get('/openapi.json', { config: { public: true, rawResponse: true }, schema: { hide: true } }, async () => app.swagger());
+
+  const secret = config.jwtSecret ?? (await sharedJwtSecret(sql, randomBytes(48).toString('base64url')));
+  await app.register(authPlugin, { sql, secret, tokenTtl: config.tokenTtl });
+
+  await app.register(healthRoutes, { sql });
+  await app.register(authRoutes, { sql, tokenTtl: config.tokenTtl });
+  await app.register(deptRoutes, { sql, prefix: '/system/dept-api' });
+  await app.register(userRoutes, { sql, prefix: '/system/user-api' });
+  return app;
+}

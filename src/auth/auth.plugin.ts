@@ -1,0 +1,96 @@
+import fp from 'fastify-plugin';
+import fastifyJwt from '@fastify/jwt';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Sql } from '../db/database.js';
+import { AppError } from '../http/app.error.js';
+import { today } from '../time.js';
+import { accountProblem, findSession } from './auth.sql.js';
+import { PERMISSIONS, PLATFORM_TENANT, type Permission, type Role } from './auth.roles.js';
+
+/** Who is calling, from a verified token and the live session behind it. */
+export interface Caller {
+  tenantId: string;
+  userId: number;
+  userName: string;
+  role: Role;
+  sessionId: string;
+}
+
+export interface TokenClaims {
+  /** tenant code */
+  tid: string;
+  /** session id (auth_session) */
+  sid: string;
+  sub: string;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Reachable without a token (login, health, docs). */
+    public?: boolean;
+    /** The RuoYi permission string the route requires. */
+    permission?: Permission;
+  }
+  interface FastifyRequest {
+    caller: Caller;
+  }
+}
+
+declare module '@fastify/jwt' {
+  interface FastifyJWT {
+    payload: TokenClaims;
+    user: TokenClaims;
+  }
+}
+
+export function isSuperadmin(caller: Caller): boolean {
+  return caller.role === 'superadmin' && caller.tenantId === PLATFORM_TENANT;
+}
+
+const BEARER = /^Bearer [A-Za-z0-9._~+/-]+=*$/;
+
+/**
+ * Authentication and permission for every route not marked `public`:
+ * the JWT is verified, then its session, user and tenant are read from the
+ * database on each request, so logout, password change, disabling, expiry
+ * and deletion take effect at once on every node sharing the database.
+ */
+export const authPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; secret: string; tokenTtl: number }) => {
+  await app.register(fastifyJwt, { secret: opts.secret, sign: { expiresIn: opts.tokenTtl } });
+  app.decorateRequest('caller', null as unknown as Caller);
+
+  async function authenticate(request: FastifyRequest): Promise<Caller> {
+    const header = request.headers.authorization;
+    if (header === undefined) throw new AppError(401, 'Missing Authorization header; send "Bearer <access_token>"');
+    if (!BEARER.test(header)) throw new AppError(401, 'Malformed Authorization header; expected "Bearer <access_token>"');
+    let claims: TokenClaims;
+    try {
+      claims = await request.jwtVerify<TokenClaims>();
+    } catch (err) {
+      const expired = (err as { code?: string }).code === 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED';
+      throw new AppError(401, expired ? 'Access token has expired; log in again' : 'Access token is invalid');
+    }
+    if (typeof claims.tid !== 'string' || typeof claims.sid !== 'string') throw new AppError(401, 'Access token is invalid');
+    const principal = await findSession(opts.sql, claims.tid, claims.sid);
+    if (!principal) throw new AppError(401, 'Access token has been revoked or has expired; log in again');
+    const problem = accountProblem(principal, today());
+    if (problem) throw new AppError(401, `Access token refused: ${problem}`);
+    return {
+      tenantId: principal.tenantId,
+      userId: principal.userId,
+      userName: principal.userName,
+      role: principal.role,
+      sessionId: claims.sid,
+    };
+  }
+
+  app.addHook('onRequest', async (request) => {
+    const config = request.routeOptions.config;
+    if (request.is404 || config?.public) return;
+    request.caller = await authenticate(request);
+    const needed = config?.permission;
+    if (needed && !PERMISSIONS[request.caller.role].includes(needed)) {
+      throw new AppError(403, `Your role "${request.caller.role}" lacks the permission ${needed}`);
+    }
+  });
+});

@@ -1,0 +1,55 @@
+import type { Db } from '../db/database.js';
+import { AppError } from '../http/app.error.js';
+import { today } from '../time.js';
+import {
+  accountProblem,
+  clearLoginFailures,
+  createSession,
+  findLoginAccount,
+  lockedMinutes,
+  recordLoginFailure,
+} from './auth.sql.js';
+import { DUMMY_HASH, verifyPassword } from './password.js';
+
+export interface LoginInput {
+  tenantId: string;
+  username: string;
+  password: string;
+}
+
+/** One message for unknown tenant, unknown user and wrong password: a caller cannot tell which. */
+const BAD_CREDENTIALS = 'Invalid tenant, username or password';
+
+/**
+ * Checks a login and opens a session. Order matters: the lock is checked
+ * before the password (a locked account learns nothing), and the account's
+ * state only after the password (a stranger learns nothing about it).
+ */
+export async function login(sql: Db, input: LoginInput, ttlSeconds: number) {
+  const minutes = await lockedMinutes(sql, input.tenantId, input.username);
+  if (minutes > 0) {
+    throw new AppError(429, `Too many failed logins for this account; try again in ${minutes} minute(s)`);
+  }
+  const account = await findLoginAccount(sql, input.tenantId, input.username);
+  const ok = await verifyPassword(input.password, account?.passwordHash ?? DUMMY_HASH);
+  if (!account || !ok) {
+    await recordLoginFailure(sql, input.tenantId, input.username);
+    throw new AppError(401, BAD_CREDENTIALS);
+  }
+  const problem = accountProblem(account, today());
+  if (problem) throw new AppError(403, `Login refused: ${problem}`);
+  await clearLoginFailures(sql, input.tenantId, input.username);
+  const sessionId = await createSession(sql, account.tenantId, account.userId, ttlSeconds);
+  return { account, sessionId };
+}
+
+export async function me(sql: Db, tenantId: string, userId: number) {
+  const [row] = await sql<
+    { userId: number; userName: string; nickName: string; deptId: number | null; role: string; id: string; tenantName: string | null; companyName: string }[]
+  >`
+    SELECT u.user_id AS "userId", u.user_name AS "userName", u.nick_name AS "nickName", u.dept_id AS "deptId", u.role,
+           t.id::text AS id, t.tenant_name AS "tenantName", t.company_name AS "companyName"
+    FROM sys_user u JOIN sys_tenant t ON t.tenant_id = u.tenant_id
+    WHERE u.tenant_id = ${tenantId} AND u.user_id = ${userId}`;
+  return row!;
+}

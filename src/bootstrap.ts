@@ -1,0 +1,30 @@
+import type { Sql } from './db/database.js';
+import { LOCK } from './db/locks.js';
+import { PLATFORM_TENANT } from './auth/auth.roles.js';
+import { hashPassword, randomPassword } from './auth/password.js';
+
+/**
+ * DECISIONS §3: an empty database gets the platform tenant 000000, its root
+ * department and the superadmin `admin`. Runs under a lock so nodes starting
+ * together create them once. Returns the generated password, if one was
+ * generated, for the caller to print once.
+ */
+export async function bootstrap(sql: Sql, adminPassword: string | undefined): Promise<{ generatedPassword?: string }> {
+  return sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${LOCK.bootstrap}, 0)`;
+    const [exists] = await tx`SELECT 1 FROM sys_tenant WHERE tenant_id = ${PLATFORM_TENANT}`;
+    if (exists) return {};
+    const password = adminPassword ?? randomPassword();
+    await tx`
+      INSERT INTO sys_tenant (tenant_id, tenant_name, company_name, contact_user_name, contact_phone, create_by)
+      VALUES (${PLATFORM_TENANT}, 'Platform', 'Platform', 'admin', '', 'system')`;
+    const [dept] = await tx<{ deptId: number }[]>`
+      INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, create_by)
+      VALUES (${PLATFORM_TENANT}, 0, '0', 'Platform', 'system')
+      RETURNING dept_id AS "deptId"`;
+    await tx`
+      INSERT INTO sys_user (tenant_id, dept_id, user_name, nick_name, role, password_hash, create_by)
+      VALUES (${PLATFORM_TENANT}, ${dept!.deptId}, 'admin', 'Administrator', 'superadmin', ${await hashPassword(password)}, 'system')`;
+    return adminPassword === undefined ? { generatedPassword: password } : {};
+  });
+}

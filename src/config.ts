@@ -1,0 +1,71 @@
+// Configuration comes only from the environment (DECISIONS §9) and is checked
+// once at start-up, so a typo stops the process with the variable's name
+// instead of surfacing later as odd behaviour.
+
+export interface Config {
+  port: number;
+  host: string;
+  /** PostgreSQL URL; undefined selects the embedded PGlite in dataDir. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  adminPassword: string | undefined;
+  jwtSecret: string | undefined;
+  /** Token lifetime in seconds. */
+  tokenTtl: number;
+  logLevel: string;
+}
+
+export class ConfigError extends Error {}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
+function text(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const raw = env[name];
+  return raw === undefined || raw === '' ? undefined : raw;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const databaseUrl = text(env, 'DATABASE_URL');
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');
+  }
+  const logLevel = text(env, 'LOG_LEVEL') ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+  const adminPassword = text(env, 'ADMIN_PASSWORD');
+  if (adminPassword !== undefined && adminPassword.length < 8) {
+    throw new ConfigError('ADMIN_PASSWORD must be at least 8 characters');
+  }
+  const jwtSecret = text(env, 'JWT_SECRET');
+  if (jwtSecret !== undefined && jwtSecret.length < 32) {
+    throw new ConfigError('JWT_SECRET must be at least 32 characters');
+  }
+  const tz = text(env, 'TZ');
+  if (tz !== undefined) {
+    try {
+      new Intl.DateTimeFormat('en', { timeZone: tz });
+    } catch {
+      throw new ConfigError(`TZ must be an IANA time zone such as Asia/Shanghai, got "${tz}"`);
+    }
+  }
+  return {
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    host: text(env, 'HOST') ?? '0.0.0.0',
+    databaseUrl,
+    dataDir: text(env, 'DATA_DIR') ?? './data',
+    adminPassword,
+    jwtSecret,
+    tokenTtl: integer(env, 'TOKEN_TTL', 7200, 1, 31_536_000),
+    logLevel,
+  };
+}

@@ -1,0 +1,71 @@
+import postgres from 'postgres';
+import { mkdir } from 'node:fs/promises';
+
+// int8 columns (ids, counts) come back as JS numbers: department and user ids
+// are JSON numbers in the contract and stay far below 2^53. The tenant's
+// 19-digit snowflake id is the one exception; its queries cast it to text.
+const types = {
+  bigint: {
+    to: 20,
+    from: [20],
+    serialize: (value: number | bigint | string) => String(value),
+    parse: (value: string) => Number(value),
+  },
+};
+
+type Types = { bigint: number };
+/** The pool: runs queries and opens transactions. */
+export type Sql = postgres.Sql<Types>;
+/** Inside a transaction: write functions take this, so they cannot run outside one. */
+export type Tx = postgres.TransactionSql<Types>;
+/** Either of the two: read functions do not care which. */
+export type Db = postgres.ISql<Types>;
+
+export interface Database {
+  sql: Sql;
+  /** Where the data lives, for the start-up log (never includes a password). */
+  description: string;
+  close(): Promise<void>;
+}
+
+function connect(url: string | undefined, options: postgres.Options<typeof types>): Sql {
+  const merged = { ...options, types, onnotice: () => {} };
+  return (url === undefined ? postgres(merged) : postgres(url, merged)) as unknown as Sql;
+}
+
+export function openPostgres(url: string, max = 10): Database {
+  const sql = connect(url, { max, connection: { application_name: 'dept-tenant-service' } });
+  const safe = new URL(url);
+  return {
+    sql,
+    description: `PostgreSQL at ${safe.hostname}:${safe.port || 5432}${safe.pathname}`,
+    close: () => sql.end({ timeout: 5 }),
+  };
+}
+
+/**
+ * The embedded database: PGlite in `dataDir` (or in memory when dataDir is
+ * undefined), served over the PostgreSQL wire protocol on a private loopback
+ * port so the same postgres.js code runs in both modes. One connection only:
+ * the socket server multiplexes connections onto one backend and would mix
+ * their transactions.
+ */
+export async function openEmbedded(dataDir: string | undefined): Promise<Database> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
+  if (dataDir !== undefined) await mkdir(dataDir, { recursive: true });
+  const db = await PGlite.create(dataDir);
+  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 1 });
+  await server.start();
+  const [host, port] = server.getServerConn().split(':');
+  const sql = connect(undefined, { host, port: Number(port), user: 'postgres', database: 'postgres', max: 1 });
+  return {
+    sql,
+    description: dataDir === undefined ? 'embedded PGlite (in memory)' : `embedded PGlite in ${dataDir}`,
+    async close() {
+      await sql.end({ timeout: 5 });
+      await server.stop();
+      await db.close();
+    },
+  };
+}

@@ -1,0 +1,97 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { Sql } from '../db/database.js';
+import { assert } from '../http/app.error.js';
+import { IdParam, IdsParam } from '../http/common.schema.js';
+import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
+import { parseId, parseIds } from '../http/ids.js';
+import { Dept, DeptCreate, DeptList, DeptListQuery, DeptNode, DeptTree, DeptUpdate } from './dept.schema.js';
+import { createDept, deleteDepts, getDept, listDepts, listParentChoices, toTree, updateDept } from './dept.sql.js';
+
+const tags = ['departments'];
+
+/** /system/dept-api: HTTP only. Every call acts in the caller's own tenant. */
+export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, { sql }) => {
+  app.addSchema(Dept);
+  app.addSchema(DeptNode);
+
+  app.post(
+    '/',
+    {
+      config: { permission: 'system:dept:add' },
+      schema: { tags, body: DeptCreate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 409]) },
+    },
+    async (request, reply) => {
+      const deptId = await sql.begin((tx) => createDept(tx, request.caller, request.body));
+      // The contract's data is null; the new id travels in Location.
+      reply.header('location', `/system/dept-api/${deptId}`);
+      return null;
+    },
+  );
+
+  app.put(
+    '/',
+    {
+      config: { permission: 'system:dept:edit' },
+      schema: { tags, body: DeptUpdate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]) },
+    },
+    async (request) => {
+      await sql.begin((tx) => updateDept(tx, request.caller, request.body));
+      return null;
+    },
+  );
+
+  app.get(
+    '/list',
+    {
+      config: { permission: 'system:dept:list' },
+      schema: { tags, querystring: DeptListQuery, response: responses(DeptList, [400, ...AUTHED]) },
+    },
+    async (request) => listDepts(sql, request.caller.tenantId, request.query),
+  );
+
+  app.get(
+    '/tree',
+    {
+      config: { permission: 'system:dept:list' },
+      schema: { tags, response: responses(DeptTree, AUTHED) },
+    },
+    async (request) => toTree(await listDepts(sql, request.caller.tenantId, {})),
+  );
+
+  app.get(
+    '/list/exclude/:id',
+    {
+      config: { permission: 'system:dept:list' },
+      schema: { tags, params: IdParam, response: responses(DeptList, [400, ...AUTHED, 404]) },
+    },
+    async (request) => listParentChoices(sql, request.caller.tenantId, parseId(request.params.id)),
+  );
+
+  app.get(
+    '/:id',
+    {
+      config: { permission: 'system:dept:query' },
+      schema: { tags, params: IdParam, response: responses(Type.Ref('Dept'), [400, ...AUTHED, 404]) },
+    },
+    async (request) => {
+      const id = parseId(request.params.id);
+      const dept = await getDept(sql, request.caller.tenantId, id);
+      assert(dept, 404, `Department ${id} not found`);
+      return dept;
+    },
+  );
+
+  app.delete(
+    '/:ids',
+    {
+      config: { permission: 'system:dept:remove' },
+      schema: { tags, params: IdsParam, response: responses(Type.Null(), [400, ...AUTHED, 404, 409]) },
+    },
+    async (request) => {
+      const ids = parseIds(request.params.ids);
+      await sql.begin((tx) => deleteDepts(tx, request.caller, ids));
+      return null;
+    },
+  );
+};

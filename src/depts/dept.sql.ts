@@ -1,0 +1,234 @@
+import type { Db, Tx } from '../db/database.js';
+import { lockOrganisation } from '../db/locks.js';
+import { assert } from '../http/app.error.js';
+import { formatDateTime } from '../time.js';
+import type { Dept, DeptCreate, DeptListQuery, DeptNode, DeptUpdate } from './dept.schema.js';
+
+/** Who acts, from the verified token: the tenant scopes every statement. */
+export interface Actor {
+  tenantId: string;
+  userName: string;
+}
+
+type DeptRow = Omit<Dept, 'createTime' | 'updateTime'> & { createTime: Date; updateTime: Date | null };
+
+const COLUMNS = (sql: Db) => sql`
+  tenant_id AS "tenantId", dept_id AS "deptId", parent_id AS "parentId", ancestors,
+  dept_name AS "deptName", order_num AS "orderNum", leader, phone, email, status,
+  del_flag AS "delFlag", create_by AS "createBy", create_time AS "createTime",
+  update_by AS "updateBy", update_time AS "updateTime"`;
+
+const toDept = (row: DeptRow): Dept => ({
+  ...row,
+  createTime: formatDateTime(row.createTime),
+  updateTime: formatDateTime(row.updateTime),
+});
+
+/** LIKE pattern for a substring, with the user's own % and _ taken literally. */
+export const containing = (text: string) => `%${text.replace(/[\\%_]/g, '\\$&')}%`;
+
+// ---------------------------------------------------------------- reads
+
+export async function getDept(sql: Db, tenantId: string, deptId: number): Promise<Dept | undefined> {
+  const [row] = await sql<DeptRow[]>`
+    SELECT ${COLUMNS(sql)} FROM sys_dept
+    WHERE tenant_id = ${tenantId} AND dept_id = ${deptId} AND del_flag = '0'`;
+  return row && toDept(row);
+}
+
+/** Live departments, filtered, in display order (parentId, orderNum, deptId). */
+export async function listDepts(sql: Db, tenantId: string, query: DeptListQuery): Promise<Dept[]> {
+  const rows = await sql<DeptRow[]>`
+    SELECT ${COLUMNS(sql)} FROM sys_dept
+    WHERE tenant_id = ${tenantId} AND del_flag = '0'
+      ${query.deptName !== undefined ? sql`AND dept_name LIKE ${containing(query.deptName)}` : sql``}
+      ${query.status !== undefined ? sql`AND status = ${query.status}` : sql``}
+      ${query.parentId !== undefined ? sql`AND parent_id = ${query.parentId}` : sql``}
+    ORDER BY parent_id, order_num, dept_id`;
+  return rows.map(toDept);
+}
+
+/** The choices of a new parent for `deptId`: every live department but itself and its descendants. */
+export async function listParentChoices(sql: Db, tenantId: string, deptId: number): Promise<Dept[]> {
+  assert(await getDept(sql, tenantId, deptId), 404, `Department ${deptId} not found`);
+  const rows = await sql<DeptRow[]>`
+    WITH RECURSIVE excluded AS (
+      SELECT ${deptId}::bigint AS dept_id
+      UNION
+      SELECT d.dept_id FROM sys_dept d JOIN excluded e ON d.tenant_id = ${tenantId} AND d.parent_id = e.dept_id
+    )
+    SELECT ${COLUMNS(sql)} FROM sys_dept
+    WHERE tenant_id = ${tenantId} AND del_flag = '0' AND dept_id NOT IN (SELECT dept_id FROM excluded)
+    ORDER BY parent_id, order_num, dept_id`;
+  return rows.map(toDept);
+}
+
+/** Nests a list ordered by parentId, orderNum, deptId; a node whose parent is not in the list is a root. */
+export function toTree(depts: Dept[]): DeptNode[] {
+  const nodes = new Map<number, DeptNode>();
+  for (const dept of depts) nodes.set(dept.deptId, { ...dept, children: [] });
+  const roots: DeptNode[] = [];
+  for (const node of nodes.values()) {
+    const parent = nodes.get(node.parentId);
+    (parent ? parent.children : roots).push(node);
+  }
+  return roots;
+}
+
+// ---------------------------------------------------------------- rules shared by create and update
+
+interface Parent {
+  ancestors: string;
+  status: string;
+}
+
+/** Rule: parentId is 0 or a live department of the caller's tenant (400 otherwise). */
+async function liveParent(tx: Tx, tenantId: string, parentId: number): Promise<Parent | null> {
+  if (parentId === 0) return null;
+  const [parent] = await tx<Parent[]>`
+    SELECT ancestors, status FROM sys_dept
+    WHERE tenant_id = ${tenantId} AND dept_id = ${parentId} AND del_flag = '0'`;
+  assert(parent, 400, `parentId ${parentId} is not a live department of your tenant`);
+  return parent;
+}
+
+/** RuoYi's path: "0" at the top, else the parent's path followed by the parent's id. */
+const pathUnder = (parent: Parent | null, parentId: number) => (parent ? `${parent.ancestors},${parentId}` : '0');
+
+function trimmedName(name: string): string {
+  const trimmed = name.trim();
+  assert(trimmed.length >= 1 && trimmed.length <= 30, 400, 'deptName must be 1 to 30 characters after trimming');
+  return trimmed;
+}
+
+function checkTenant(actor: Actor, tenantId: string | undefined): void {
+  assert(
+    tenantId === undefined || tenantId === actor.tenantId,
+    403,
+    `tenantId ${tenantId} is not your tenant; departments are always written in your own tenant (${actor.tenantId})`,
+  );
+}
+
+// ---------------------------------------------------------------- writes (each inside one transaction)
+
+export async function createDept(tx: Tx, actor: Actor, input: DeptCreate): Promise<number> {
+  checkTenant(actor, input.tenantId);
+  const deptName = trimmedName(input.deptName);
+  await lockOrganisation(tx, actor.tenantId);
+  const parent = await liveParent(tx, actor.tenantId, input.parentId);
+  // Rule: no new department under a disabled parent.
+  assert(!parent || parent.status === '0', 409, `Parent department ${input.parentId} is disabled; enable it before adding departments under it`);
+  const [row] = await tx<{ deptId: number }[]>`
+    INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, order_num, leader, phone, email, status, create_by)
+    VALUES (${actor.tenantId}, ${input.parentId}, ${pathUnder(parent, input.parentId)}, ${deptName},
+            ${input.orderNum ?? 0}, ${input.leader ?? null}, ${input.phone ?? null}, ${input.email ?? null},
+            ${input.status ?? '0'}, ${actor.userName})
+    RETURNING dept_id AS "deptId"`;
+  return row!.deptId;
+}
+
+/**
+ * Full replacement of one department. A changed parent is checked for
+ * cycles by walking up from the new parent, then the department's own path
+ * and its whole subtree's paths are rewritten by one statement each,
+ * whatever the subtree's size.
+ */
+export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate): Promise<void> {
+  checkTenant(actor, input.tenantId);
+  const deptName = trimmedName(input.deptName);
+  const { tenantId } = actor;
+  const status = input.status ?? '0';
+  await lockOrganisation(tx, tenantId);
+
+  const [current] = await tx<{ parentId: number; ancestors: string; status: string }[]>`
+    SELECT parent_id AS "parentId", ancestors, status FROM sys_dept
+    WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId} AND del_flag = '0'`;
+  assert(current, 404, `Department ${input.deptId} not found`);
+
+  // Rule: a department is never its own ancestor, directly or through its descendants.
+  assert(input.parentId !== input.deptId, 409, `Department ${input.deptId} cannot be its own parent`);
+  const parent = await liveParent(tx, tenantId, input.parentId);
+  const moved = input.parentId !== current.parentId;
+  if (moved && parent) {
+    const [{ cycle } = { cycle: false }] = await tx<{ cycle: boolean }[]>`
+      WITH RECURSIVE up AS (
+        SELECT dept_id, parent_id FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${input.parentId}
+        UNION
+        SELECT d.dept_id, d.parent_id FROM sys_dept d JOIN up ON d.tenant_id = ${tenantId} AND d.dept_id = up.parent_id
+      )
+      SELECT EXISTS (SELECT 1 FROM up WHERE dept_id = ${input.deptId}) AS cycle`;
+    assert(!cycle, 409, `Cannot move department ${input.deptId} under ${input.parentId}: ${input.parentId} is one of its descendants`);
+  }
+
+  // Rule: nothing enabled under a disabled parent; nothing disabled above an enabled child.
+  if (status === '0') {
+    assert(!parent || parent.status === '0', 409, `Parent department ${input.parentId} is disabled; a department under it cannot be enabled`);
+  } else {
+    const [child] = await tx<{ deptId: number; deptName: string }[]>`
+      SELECT dept_id AS "deptId", dept_name AS "deptName" FROM sys_dept
+      WHERE tenant_id = ${tenantId} AND parent_id = ${input.deptId} AND del_flag = '0' AND status = '0'
+      LIMIT 1`;
+    assert(!child, 409, `Department ${input.deptId} has enabled child department "${child?.deptName}" (${child?.deptId}); disable it first`);
+  }
+
+  const ancestors = moved ? pathUnder(parent, input.parentId) : current.ancestors;
+  await tx`
+    UPDATE sys_dept SET
+      parent_id = ${input.parentId}, ancestors = ${ancestors}, dept_name = ${deptName},
+      order_num = ${input.orderNum ?? 0}, leader = ${input.leader ?? null}, phone = ${input.phone ?? null},
+      email = ${input.email ?? null}, status = ${status}, update_by = ${actor.userName}, update_time = now()
+    WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId}`;
+
+  if (moved) {
+    // Every descendant's path starts with the department's old path plus its
+    // id; swap that prefix for the new one across the whole subtree.
+    const oldPrefix = `${current.ancestors},${input.deptId}`;
+    const newPrefix = `${ancestors},${input.deptId}`;
+    await tx`
+      WITH RECURSIVE subtree AS (
+        SELECT dept_id FROM sys_dept WHERE tenant_id = ${tenantId} AND parent_id = ${input.deptId}
+        UNION ALL
+        SELECT d.dept_id FROM sys_dept d JOIN subtree s ON d.tenant_id = ${tenantId} AND d.parent_id = s.dept_id
+      )
+      UPDATE sys_dept d
+      SET ancestors = ${newPrefix} || substr(d.ancestors, ${oldPrefix.length + 1})
+      FROM subtree s
+      WHERE d.tenant_id = ${tenantId} AND d.dept_id = s.dept_id`;
+  }
+}
+
+/**
+ * Logical delete of one or many departments, all or nothing: every id must
+ * be a live department of the caller's tenant (404 naming the missing ones)
+ * and none may have a live child department or a live user (409 naming it).
+ */
+export async function deleteDepts(tx: Tx, actor: Actor, ids: number[]): Promise<void> {
+  const { tenantId } = actor;
+  await lockOrganisation(tx, tenantId);
+  const found = await tx<{ deptId: number }[]>`
+    SELECT dept_id AS "deptId" FROM sys_dept
+    WHERE tenant_id = ${tenantId} AND dept_id = ANY(${ids}::bigint[]) AND del_flag = '0'`;
+  const live = new Set(found.map((r) => r.deptId));
+  const missing = ids.filter((id) => !live.has(id));
+  assert(missing.length === 0, 404, `Department(s) not found: ${missing.slice(0, 20).join(', ')}`);
+
+  const [withChild] = await tx<{ deptId: number; deptName: string }[]>`
+    SELECT p.dept_id AS "deptId", p.dept_name AS "deptName"
+    FROM sys_dept p
+    WHERE p.tenant_id = ${tenantId} AND p.dept_id = ANY(${ids}::bigint[])
+      AND EXISTS (SELECT 1 FROM sys_dept c WHERE c.tenant_id = ${tenantId} AND c.parent_id = p.dept_id AND c.del_flag = '0')
+    ORDER BY p.dept_id LIMIT 1`;
+  assert(!withChild, 409, `Department "${withChild?.deptName}" (${withChild?.deptId}) has child departments; delete or move them first`);
+
+  const [withUser] = await tx<{ deptId: number; deptName: string }[]>`
+    SELECT p.dept_id AS "deptId", p.dept_name AS "deptName"
+    FROM sys_dept p
+    WHERE p.tenant_id = ${tenantId} AND p.dept_id = ANY(${ids}::bigint[])
+      AND EXISTS (SELECT 1 FROM sys_user u WHERE u.tenant_id = ${tenantId} AND u.dept_id = p.dept_id AND u.del_flag = '0')
+    ORDER BY p.dept_id LIMIT 1`;
+  assert(!withUser, 409, `Department "${withUser?.deptName}" (${withUser?.deptId}) has users; move or delete them first`);
+
+  await tx`
+    UPDATE sys_dept SET del_flag = '2', update_by = ${actor.userName}, update_time = now()
+    WHERE tenant_id = ${tenantId} AND dept_id = ANY(${ids}::bigint[])`;
+}

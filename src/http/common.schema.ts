@@ -1,0 +1,38 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+
+/** A field that may be sent or returned as null. */
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+export const Status = Type.Union([Type.Literal('0'), Type.Literal('1')], {
+  description: '"0" normal, "1" disabled',
+});
+
+/** Server-managed deletion flag: a body may only repeat "0". */
+export const DelFlagInput = Type.Literal('0', { description: 'Server-managed; only "0" is accepted in a body' });
+export const DelFlag = Type.Union([Type.Literal('0'), Type.Literal('2')], { description: '"0" exists, "2" deleted' });
+
+/** Timestamps are `YYYY-MM-DD HH:mm:ss` in the server's time zone. */
+export const DateTime = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$' });
+
+export const Audit = Type.Object({
+  createBy: Type.String(),
+  createTime: DateTime,
+  updateBy: Type.String(),
+  updateTime: Nullable(DateTime),
+});
+
+/** Path ids are decimal integers of at most 19 digits (DECISIONS §8), checked again against int8 in code. */
+export const IdParam = Type.Object({
+  id: Type.String({ pattern: '^[0-9]{1,19}$', description: 'Positive decimal id' }),
+});
+
+export const IdsParam = Type.Object({
+  ids: Type.String({
+    pattern: '^[0-9]{1,19}(,[0-9]{1,19})*$',
+    maxLength: 20_000,
+    description: 'One id or up to 1000 comma-separated ids',
+  }),
+});
+
+export const Phone = Type.String({ maxLength: 20, pattern: '^[0-9 +-]*$', description: 'Digits, spaces, + and -' });
+export const Email = Type.String({ maxLength: 50, format: 'email' });

@@ -1,0 +1,37 @@
+import { Type, type TSchema } from '@sinclair/typebox';
+
+// Routes declare the schema of `data` for 200; the onSend hook wraps it in
+// {code, msg, data}. Error statuses are declared with the full envelope
+// because the error handler sends it already wrapped.
+
+export const ErrorEnvelope = Type.Object(
+  {
+    code: Type.Integer({ description: 'Equals the HTTP status' }),
+    msg: Type.String({ description: 'What went wrong, in words a client developer can act on' }),
+    data: Type.Null(),
+  },
+  { $id: 'ErrorEnvelope' },
+);
+
+export function successEnvelope(data: TSchema) {
+  return Type.Object({
+    code: Type.Literal(200),
+    msg: Type.Literal('success'),
+    data,
+  });
+}
+
+type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429;
+
+/** The `response` map of a route: its 200 data schema plus every failure it can answer. */
+export function responses(data: TSchema, errors: ErrorStatus[]) {
+  const map: Record<number, TSchema> = { 200: data };
+  for (const status of [...new Set<ErrorStatus>([...errors, 500 as ErrorStatus])]) {
+    map[status] = Type.Ref('ErrorEnvelope');
+  }
+  return map;
+}
+
+/** Failures every authenticated route can answer besides its own. */
+export const AUTHED: ErrorStatus[] = [401, 403];
+export const WITH_BODY: ErrorStatus[] = [400, 413, 415];

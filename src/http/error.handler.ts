@@ -1,0 +1,85 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { AppError } from './app.error.js';
+
+/**
+ * PostgreSQL constraint names (sql/*.sql) and what they mean to a client.
+ * The functions check these rules first with clearer messages; the
+ * constraints are the backstop for races and anything a check missed.
+ */
+const CONSTRAINTS: Record<string, [AppError['status'], string]> = {
+  sys_dept_sibling_name_key: [409, 'A live department with this deptName already exists under the same parent'],
+  sys_dept_not_own_parent_check: [409, 'A department cannot be its own parent'],
+  sys_dept_order_num_check: [400, 'orderNum must be >= 0'],
+  sys_dept_tenant_fkey: [400, 'Unknown tenant'],
+  sys_user_name_live_key: [409, 'A live user with this userName already exists in the tenant'],
+  sys_user_dept_fkey: [400, 'deptId is not a department of your tenant'],
+  sys_tenant_company_name_live_key: [409, 'A live tenant with this companyName already exists'],
+  sys_tenant_code_key: [409, 'Tenant code already taken; retry'],
+  sys_tenant_period_check: [400, 'startTime must not be after endTime'],
+  sys_tenant_account_count_check: [400, 'accountCount must be >= -1'],
+  sys_tenant_quota_check: [400, 'quotaBo fields must be >= 0'],
+};
+
+/** SQLSTATEs that mean "the input was wrong" when no constraint name is known. */
+const SQLSTATE: Record<string, [AppError['status'], string]> = {
+  '23505': [409, 'Conflicts with an existing record'],
+  '23503': [400, 'Refers to a record that does not exist'],
+  '23514': [400, 'A value is out of range'],
+  '22001': [400, 'A value is too long'],
+  '22003': [400, 'A number is out of range'],
+  '22007': [400, 'Invalid date'],
+  '22008': [400, 'Invalid date'],
+  '22P02': [400, 'Invalid value'],
+};
+
+interface PgError {
+  code: string;
+  constraint_name?: string;
+}
+
+function isPgError(error: unknown): error is PgError {
+  return error instanceof Error && error.name === 'PostgresError';
+}
+
+function classify(error: FastifyError | Error): [number, string] {
+  if (error instanceof AppError) return [error.status, error.message];
+  if (isPgError(error)) {
+    const known = (error.constraint_name && CONSTRAINTS[error.constraint_name]) || SQLSTATE[error.code];
+    if (known) return known;
+    return [500, 'Internal server error'];
+  }
+  const fastifyError = error as FastifyError;
+  if (fastifyError.validation) {
+    const where = fastifyError.validationContext ?? 'request';
+    const details = fastifyError.validation
+      .map((v) => `${where}${v.instancePath.replaceAll('/', '.') || ''} ${v.message ?? 'is invalid'}`)
+      .join('; ');
+    return [400, `Invalid input: ${details}`];
+  }
+  switch (fastifyError.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return [413, 'Request body is larger than 1 MiB'];
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return [415, 'Content-Type must be application/json'];
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return [400, 'Request body is not valid JSON'];
+  }
+  const status = fastifyError.statusCode;
+  if (status !== undefined && status >= 400 && status < 500) return [status, error.message];
+  return [500, 'Internal server error'];
+}
+
+/**
+ * The one error handler: every failure becomes `{code, msg, data: null}`
+ * with the HTTP status equal to `code`. A 500 says nothing about its cause;
+ * the log has it, tied to the X-Request-Id the client received.
+ */
+export function installErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler(async (error: FastifyError, request, reply) => {
+    const [status, msg] = classify(error);
+    if (status >= 500) request.log.error({ err: error }, 'request failed');
+    else request.log.info({ status, msg }, 'request refused');
+    return reply.code(status).send({ code: status, msg: status >= 500 ? `${msg} (request id ${request.id})` : msg, data: null });
+  });
+}

@@ -1,0 +1,77 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { Sql } from '../db/database.js';
+import { assert } from '../http/app.error.js';
+import { IdParam, IdsParam } from '../http/common.schema.js';
+import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
+import { parseId, parseIds } from '../http/ids.js';
+import { User, UserCreate, UserListQuery, UserUpdate } from './user.schema.js';
+import { createUser, deleteUsers, getUser, listUsers, updateUser } from './user.sql.js';
+
+const tags = ['users'];
+
+/** /system/user-api: accounts of the caller's own tenant, managed by its admins. */
+export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, { sql }) => {
+  app.addSchema(User);
+
+  app.post(
+    '/',
+    {
+      config: { permission: 'system:user:add' },
+      schema: { tags, body: UserCreate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 409]) },
+    },
+    async (request, reply) => {
+      const userId = await sql.begin((tx) => createUser(tx, request.caller, request.body));
+      reply.header('location', `/system/user-api/${userId}`);
+      return null;
+    },
+  );
+
+  app.put(
+    '/',
+    {
+      config: { permission: 'system:user:edit' },
+      schema: { tags, body: UserUpdate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]) },
+    },
+    async (request) => {
+      await sql.begin((tx) => updateUser(tx, request.caller, request.body));
+      return null;
+    },
+  );
+
+  app.get(
+    '/list',
+    {
+      config: { permission: 'system:user:list' },
+      schema: { tags, querystring: UserListQuery, response: responses(Type.Array(Type.Ref('User')), [400, ...AUTHED]) },
+    },
+    async (request) => listUsers(sql, request.caller.tenantId, request.query),
+  );
+
+  app.get(
+    '/:id',
+    {
+      config: { permission: 'system:user:query' },
+      schema: { tags, params: IdParam, response: responses(Type.Ref('User'), [400, ...AUTHED, 404]) },
+    },
+    async (request) => {
+      const id = parseId(request.params.id);
+      const user = await getUser(sql, request.caller.tenantId, id);
+      assert(user, 404, `User ${id} not found`);
+      return user;
+    },
+  );
+
+  app.delete(
+    '/:ids',
+    {
+      config: { permission: 'system:user:remove' },
+      schema: { tags, params: IdsParam, response: responses(Type.Null(), [400, ...AUTHED, 404, 409]) },
+    },
+    async (request) => {
+      const ids = parseIds(request.params.ids);
+      await sql.begin((tx) => deleteUsers(tx, request.caller, ids));
+      return null;
+    },
+  );
+};

@@ -1,0 +1,57 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Audit, DelFlag, Email, Nullable, Phone, Status } from '../http/common.schema.js';
+
+const AssignableRole = Type.Union([Type.Literal('admin'), Type.Literal('user')]);
+
+/** A user as read. The password never appears here, so it can never be serialised. */
+export const User = Type.Object(
+  {
+    userId: Type.Integer({ minimum: 1 }),
+    tenantId: Type.String(),
+    deptId: Nullable(Type.Integer({ minimum: 1 })),
+    userName: Type.String({ minLength: 1, maxLength: 30, pattern: '^\\S+$', description: 'Unique among the tenant\'s live users' }),
+    nickName: Type.String({ maxLength: 30 }),
+    email: Nullable(Email),
+    phonenumber: Nullable(Phone),
+    status: Status,
+    delFlag: DelFlag,
+    roles: Type.Array(Type.Union([AssignableRole, Type.Literal('superadmin')]), { minItems: 1, maxItems: 1 }),
+    ...Audit.properties,
+  },
+  { $id: 'User' },
+);
+
+const Password = Type.String({ minLength: 8, maxLength: 128, description: 'Write-only; stored as a salted scrypt hash' });
+
+const optional = Type.Object({
+  deptId: Type.Optional(User.properties.deptId),
+  nickName: Type.Optional(User.properties.nickName),
+  email: Type.Optional(User.properties.email),
+  phonenumber: Type.Optional(User.properties.phonenumber),
+  status: Type.Optional(Status),
+});
+const Roles = Type.Array(AssignableRole, { minItems: 1, maxItems: 1, description: '["admin"] or ["user"]' });
+
+export const UserCreate = Type.Composite([
+  Type.Pick(User, ['userName']),
+  Type.Object({ roles: Roles, password: Password }),
+  optional,
+]);
+
+/** Full replacement; the password changes only when sent, and then every token of the user is revoked. */
+export const UserUpdate = Type.Composite([
+  Type.Pick(User, ['userId', 'userName']),
+  Type.Object({ roles: Roles, password: Type.Optional(Password) }),
+  optional,
+]);
+
+export const UserListQuery = Type.Object({
+  deptId: Type.Optional(Type.Integer({ minimum: 1 })),
+  userName: Type.Optional(Type.String({ maxLength: 30, description: 'Substring match' })),
+  status: Type.Optional(Status),
+});
+
+export type User = Static<typeof User>;
+export type UserCreate = Static<typeof UserCreate>;
+export type UserUpdate = Static<typeof UserUpdate>;
+export type UserListQuery = Static<typeof UserListQuery>;

@@ -1,0 +1,109 @@
+import type { Db, Tx } from '../db/database.js';
+import { lockOrganisation } from '../db/locks.js';
+import { assert } from '../http/app.error.js';
+import { formatDateTime } from '../time.js';
+import { hashPassword } from '../auth/password.js';
+import { revokeUserSessions } from '../auth/auth.sql.js';
+import { containing, type Actor } from '../depts/dept.sql.js';
+import type { User, UserCreate, UserListQuery, UserUpdate } from './user.schema.js';
+
+type UserRow = Omit<User, 'createTime' | 'updateTime' | 'roles'> & { role: User['roles'][number]; createTime: Date; updateTime: Date | null };
+
+const COLUMNS = (sql: Db) => sql`
+  tenant_id AS "tenantId", user_id AS "userId", dept_id AS "deptId", user_name AS "userName",
+  nick_name AS "nickName", email, phonenumber, status, del_flag AS "delFlag", role,
+  create_by AS "createBy", create_time AS "createTime", update_by AS "updateBy", update_time AS "updateTime"`;
+
+const toUser = ({ role, ...row }: UserRow): User => ({
+  ...row,
+  roles: [role],
+  createTime: formatDateTime(row.createTime),
+  updateTime: formatDateTime(row.updateTime),
+});
+
+export async function getUser(sql: Db, tenantId: string, userId: number): Promise<User | undefined> {
+  const [row] = await sql<UserRow[]>`
+    SELECT ${COLUMNS(sql)} FROM sys_user WHERE tenant_id = ${tenantId} AND user_id = ${userId} AND del_flag = '0'`;
+  return row && toUser(row);
+}
+
+export async function listUsers(sql: Db, tenantId: string, query: UserListQuery): Promise<User[]> {
+  const rows = await sql<UserRow[]>`
+    SELECT ${COLUMNS(sql)} FROM sys_user
+    WHERE tenant_id = ${tenantId} AND del_flag = '0'
+      ${query.deptId !== undefined ? sql`AND dept_id = ${query.deptId}` : sql``}
+      ${query.userName !== undefined ? sql`AND user_name LIKE ${containing(query.userName)}` : sql``}
+      ${query.status !== undefined ? sql`AND status = ${query.status}` : sql``}
+    ORDER BY user_id`;
+  return rows.map(toUser);
+}
+
+/** Rule: a user's department, when given, is a live department of the same tenant. */
+async function checkDept(tx: Tx, tenantId: string, deptId: number | null | undefined): Promise<void> {
+  if (deptId === null || deptId === undefined) return;
+  const [dept] = await tx`SELECT 1 FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${deptId} AND del_flag = '0'`;
+  assert(dept, 400, `deptId ${deptId} is not a live department of your tenant`);
+}
+
+/**
+ * Rule: a tenant never has more live users than its accountCount (-1:
+ * unlimited). Creates in one tenant run one at a time under the
+ * organisation lock, so the count cannot be stale when the row goes in.
+ */
+async function checkAccountQuota(tx: Tx, tenantId: string): Promise<void> {
+  const [quota] = await tx<{ accountCount: number; live: number }[]>`
+    SELECT t.account_count AS "accountCount",
+           (SELECT count(*) FROM sys_user u WHERE u.tenant_id = t.tenant_id AND u.del_flag = '0') AS live
+    FROM sys_tenant t WHERE t.tenant_id = ${tenantId}`;
+  assert(
+    quota && (quota.accountCount === -1 || quota.live < quota.accountCount),
+    409,
+    `The tenant's account quota is reached (${quota?.live} of ${quota?.accountCount} accounts)`,
+  );
+}
+
+export async function createUser(tx: Tx, actor: Actor, input: UserCreate): Promise<number> {
+  const passwordHash = await hashPassword(input.password);
+  await lockOrganisation(tx, actor.tenantId);
+  await checkDept(tx, actor.tenantId, input.deptId);
+  await checkAccountQuota(tx, actor.tenantId);
+  const [row] = await tx<{ userId: number }[]>`
+    INSERT INTO sys_user (tenant_id, dept_id, user_name, nick_name, email, phonenumber, status, role, password_hash, create_by)
+    VALUES (${actor.tenantId}, ${input.deptId ?? null}, ${input.userName}, ${input.nickName ?? ''}, ${input.email ?? null},
+            ${input.phonenumber ?? null}, ${input.status ?? '0'}, ${input.roles[0]!}, ${passwordHash}, ${actor.userName})
+    RETURNING user_id AS "userId"`;
+  return row!.userId;
+}
+
+/** The platform's superadmin account is managed at bootstrap, never through this API. */
+async function currentRole(tx: Tx, tenantId: string, userId: number): Promise<string> {
+  const [row] = await tx<{ role: string }[]>`
+    SELECT role FROM sys_user WHERE tenant_id = ${tenantId} AND user_id = ${userId} AND del_flag = '0' FOR UPDATE`;
+  assert(row, 404, `User ${userId} not found`);
+  assert(row.role !== 'superadmin', 403, `User ${userId} is the superadmin account and cannot be changed through the API`);
+  return row.role;
+}
+
+export async function updateUser(tx: Tx, actor: Actor & { userId: number }, input: UserUpdate): Promise<void> {
+  const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
+  await lockOrganisation(tx, actor.tenantId);
+  await currentRole(tx, actor.tenantId, input.userId);
+  await checkDept(tx, actor.tenantId, input.deptId);
+  await tx`
+    UPDATE sys_user SET
+      dept_id = ${input.deptId ?? null}, user_name = ${input.userName}, nick_name = ${input.nickName ?? ''},
+      email = ${input.email ?? null}, phonenumber = ${input.phonenumber ?? null}, status = ${input.status ?? '0'},
+      role = ${input.roles[0]!}, password_hash = COALESCE(${passwordHash}, password_hash),
+      update_by = ${actor.userName}, update_time = now()
+    WHERE tenant_id = ${actor.tenantId} AND user_id = ${input.userId}`;
+  if (passwordHash !== null) await revokeUserSessions(tx, actor.tenantId, input.userId);
+}
+
+export async function deleteUsers(tx: Tx, actor: Actor & { userId: number }, ids: number[]): Promise<void> {
+  assert(!ids.includes(actor.userId), 409, 'You cannot delete your own account');
+  await lockOrganisation(tx, actor.tenantId);
+  for (const id of ids) await currentRole(tx, actor.tenantId, id);
+  await tx`
+    UPDATE sys_user SET del_flag = '2', update_by = ${actor.userName}, update_time = now()
+    WHERE tenant_id = ${actor.tenantId} AND user_id = ANY(${ids}::bigint[])`;
+}
