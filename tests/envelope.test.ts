@@ -1,0 +1,127 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, type TestApp } from './support/app.js';
+
+// DECISIONS §1: every response, whatever happened, is {code, msg, data} as
+// JSON, with the HTTP status equal to code, and carries X-Request-Id.
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await buildTestApp();
+});
+afterAll(async () => t?.close());
+
+async function raw(options: Parameters<TestApp['app']['inject']>[0]) {
+  const res = await t.app.inject(options);
+  return { status: res.statusCode, headers: res.headers, body: res.body, json: () => JSON.parse(res.body) };
+}
+
+function expectEnvelope(res: Awaited<ReturnType<typeof raw>>, status: number) {
+  expect(res.status).toBe(status);
+  expect(res.headers['content-type']).toMatch(/^application\/json/);
+  expect(res.headers['x-request-id']).toBeTruthy();
+  const body = res.json();
+  expect(Object.keys(body).sort()).toEqual(['code', 'data', 'msg']);
+  expect(body.code).toBe(status);
+  expect(typeof body.msg).toBe('string');
+  if (status !== 200) {
+    expect(body.data).toBeNull();
+    expect(body.msg.length).toBeGreaterThan(0);
+    expect(body.msg).not.toMatch(/at .*\.ts:\d+|SELECT|INSERT|stack/i);
+  }
+  return body;
+}
+
+describe('envelope', () => {
+  const auth = () => ({ authorization: `Bearer ${t.root.token}` });
+
+  it('wraps success with code 200 and msg "success"', async () => {
+    const body = expectEnvelope(await raw({ method: 'GET', url: '/system/dept-api/list', headers: auth() }), 200);
+    expect(body.msg).toBe('success');
+    expect(Array.isArray(body.data)).toBe(true);
+  });
+
+  it('answers null data on writes', async () => {
+    const body = expectEnvelope(
+      await raw({ method: 'POST', url: '/system/dept-api', headers: auth(), payload: { parentId: 0, deptName: 'Env' } }),
+      200,
+    );
+    expect(body.data).toBeNull();
+  });
+
+  it('400 for schema violations, naming the field', async () => {
+    const body = expectEnvelope(
+      await raw({ method: 'POST', url: '/system/dept-api', headers: auth(), payload: { parentId: 0, deptName: 'x', orderNum: -1 } }),
+      400,
+    );
+    expect(body.msg).toContain('orderNum');
+  });
+
+  it('400 for malformed JSON', async () => {
+    const body = expectEnvelope(
+      await raw({ method: 'POST', url: '/system/dept-api', headers: { ...auth(), 'content-type': 'application/json' }, payload: '{"parentId":' }),
+      400,
+    );
+    expect(body.msg).toMatch(/JSON/);
+  });
+
+  it('401 without a token', async () => {
+    expectEnvelope(await raw({ method: 'GET', url: '/system/dept-api/list' }), 401);
+  });
+
+  it('403 for a role without the permission', async () => {
+    const { createUserAndLogin } = await import('./support/app.js');
+    const user = await createUserAndLogin(t, t.root, '000000', 'user');
+    const res = await t.app.inject({ method: 'POST', url: '/system/dept-api', headers: { authorization: `Bearer ${user.client.token}` }, payload: { parentId: 0, deptName: 'No' } });
+    expectEnvelope({ status: res.statusCode, headers: res.headers, body: res.body, json: () => res.json() }, 403);
+  });
+
+  it('404 for a missing resource and for an unknown route', async () => {
+    expectEnvelope(await raw({ method: 'GET', url: '/system/dept-api/999999', headers: auth() }), 404);
+    expectEnvelope(await raw({ method: 'GET', url: '/no/such/route' }), 404);
+    expectEnvelope(await raw({ method: 'PATCH', url: '/system/dept-api', headers: auth() }), 404);
+  });
+
+  it('409 for a conflict', async () => {
+    await raw({ method: 'POST', url: '/system/dept-api', headers: auth(), payload: { parentId: 0, deptName: 'Twice' } });
+    expectEnvelope(await raw({ method: 'POST', url: '/system/dept-api', headers: auth(), payload: { parentId: 0, deptName: 'Twice' } }), 409);
+  });
+
+  it('413 for a body over 1 MiB', async () => {
+    const payload = JSON.stringify({ parentId: 0, deptName: 'x'.repeat(1024 * 1024) });
+    expectEnvelope(await raw({ method: 'POST', url: '/system/dept-api', headers: { ...auth(), 'content-type': 'application/json' }, payload }), 413);
+  });
+
+  it('415 for a body that is not application/json', async () => {
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
+      expectEnvelope(await raw({ method: 'POST', url: '/system/dept-api', headers: { ...auth(), 'content-type': type }, payload: 'parentId=0' }), 415);
+    }
+  });
+
+  it('500 hides the cause and names the request id', async () => {
+    const { buildApp } = await import('../src/app.js');
+    const app = await buildApp({ sql: t.sql, config: { jwtSecret: undefined, tokenTtl: 60, logLevel: 'silent' }, logger: false });
+    app.get('/boom', { config: { public: true } }, async () => {
+      throw new Error('secret detail from SELECT * FROM sys_user');
+    });
+    const res = await app.inject({ method: 'GET', url: '/boom' });
+    await app.close();
+    const body = expectEnvelope({ status: res.statusCode, headers: res.headers, body: res.body, json: () => res.json() }, 500);
+    expect(body.msg).not.toContain('secret');
+    expect(body.msg).toContain(String(res.headers['x-request-id']));
+  });
+
+  it('echoes a client X-Request-Id', async () => {
+    const res = await raw({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'trace-abc-123' } });
+    expect(res.headers['x-request-id']).toBe('trace-abc-123');
+    expectEnvelope(res, 200);
+  });
+
+  it('serves health, readiness and the OpenAPI document', async () => {
+    expect(expectEnvelope(await raw({ method: 'GET', url: '/readyz' }), 200).data).toEqual({ status: 'ready' });
+    const doc = await raw({ method: 'GET', url: '/openapi.json' });
+    expect(doc.status).toBe(200);
+    const spec = doc.json();
+    expect(spec.openapi).toMatch(/^3\./);
+    expect(Object.keys(spec.paths)).toEqual(expect.arrayContaining(['/system/dept-api/', '/system/dept-api/{id}', '/auth/login']));
+  });
+});
