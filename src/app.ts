@@ -34,6 +34,8 @@ export async function buildApp({ sql, config, logger }: AppOptions): Promise<Fas
       redact: ['req.headers.authorization'],
     },
     bodyLimit: 1024 * 1024,
+    // A batch delete path carries up to 1000 ids of up to 19 digits each.
+    routerOptions: { maxParamLength: 20_000 },
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     ajv: { customOptions: { allErrors: false } },

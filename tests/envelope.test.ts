@@ -1,3 +1,4 @@
+import type { InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from './support/app.js';
 
@@ -10,7 +11,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-async function raw(options: Parameters<TestApp['app']['inject']>[0]) {
+async function raw(options: InjectOptions) {
   const res = await t.app.inject(options);
   return { status: res.statusCode, headers: res.headers, body: res.body, json: () => JSON.parse(res.body) };
 }
