@@ -1,0 +1,131 @@
+// npm run bench: measures the department hot paths through the real HTTP
+// stack (app.inject) on a fresh database: DATABASE_URL's server when set,
+// else the embedded PGlite. Prints figures; asserts only correctness.
+//
+//   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench
+//   BENCH_SUBTREE=10000 BENCH_REQUESTS=2000 npm run bench
+
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import postgres from 'postgres';
+import { buildApp } from '../src/app.js';
+import { bootstrap } from '../src/bootstrap.js';
+import { openEmbedded, openPostgres, type Database } from '../src/db/database.js';
+import { migrate } from '../src/db/migrate.js';
+
+const SUBTREE = Number(process.env.BENCH_SUBTREE ?? 10_000);
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2_000);
+const PASSWORD = 'bench-password-1';
+
+async function freshDatabase(): Promise<Database & { drop: () => Promise<void> }> {
+  const url = process.env.DATABASE_URL;
+  if (!url) return { ...(await openEmbedded(undefined)), drop: async () => {} };
+  const name = `bench_${randomBytes(4).toString('hex')}`;
+  const admin = postgres(url, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  const target = new URL(url);
+  target.pathname = `/${name}`;
+  const db = openPostgres(target.toString(), 10);
+  return {
+    ...db,
+    drop: async () => {
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    },
+  };
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function main() {
+  const db = await freshDatabase();
+  await migrate(db.sql);
+  await bootstrap(db.sql, PASSWORD);
+  const app = await buildApp({ sql: db.sql, config: { jwtSecret: undefined, tokenTtl: 3600, logLevel: 'silent' }, logger: false });
+  await app.ready();
+  const call = async (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, token?: string) => {
+    const res = await app.inject({ method, url, payload, headers: token ? { authorization: `Bearer ${token}` } : {} });
+    if (res.statusCode !== 200) throw new Error(`${method} ${url}: ${res.statusCode} ${res.body}`);
+    return res;
+  };
+  const token = (await call('POST', '/auth/login', { tenantId: '000000', username: 'admin', password: PASSWORD })).json().data.access_token;
+  const created = async (deptName: string, parentId: number) =>
+    Number(String((await call('POST', '/system/dept-api', { parentId, deptName }, token)).headers.location).split('/').pop());
+
+  console.log(`database: ${db.description}`);
+
+  // A subtree of SUBTREE departments under `moving`: 1 + k children + k*k grandchildren.
+  const moving = await created('Moving', 0);
+  const target = await created('Target', 0);
+  const fanout = Math.ceil(Math.sqrt(SUBTREE));
+  const t0 = performance.now();
+  await db.sql`
+    INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name)
+    SELECT '000000', ${moving}, ${`0,${moving}`}, 'C' || g FROM generate_series(1, ${fanout}) g`;
+  await db.sql`
+    INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name)
+    SELECT '000000', c.dept_id, c.ancestors || ',' || c.dept_id, 'G' || g
+    FROM sys_dept c, generate_series(1, ${fanout - 1}) g
+    WHERE c.tenant_id = '000000' AND c.parent_id = ${moving}`;
+  await db.sql`ANALYZE sys_dept`;
+  const [{ size }] = (await db.sql<{ size: number }[]>`
+    SELECT count(*) AS size FROM sys_dept WHERE tenant_id = '000000' AND (ancestors LIKE ${`0,${moving},%`} OR ancestors = ${`0,${moving}`})`) as [{ size: number }];
+  console.log(`subtree built: ${size + 1} departments (including its root) in ${(performance.now() - t0).toFixed(0)} ms`);
+
+  const moves: number[] = [];
+  for (const [parentId, label] of [[target, 'under Target'], [0, 'back to top level'], [target, 'under Target again']] as const) {
+    const start = performance.now();
+    await call('PUT', '/system/dept-api', { deptId: moving, parentId, deptName: 'Moving' }, token);
+    const ms = performance.now() - start;
+    moves.push(ms);
+    const expectedPrefix = parentId === 0 ? `0,${moving}` : `0,${target},${moving}`;
+    const [check] = await db.sql<{ wrong: number; total: number }[]>`
+      WITH RECURSIVE sub AS (
+        SELECT dept_id, ancestors, ${expectedPrefix}::text AS expected FROM sys_dept WHERE tenant_id = '000000' AND parent_id = ${moving}
+        UNION ALL
+        SELECT d.dept_id, d.ancestors, s.expected || ',' || s.dept_id FROM sys_dept d JOIN sub s ON d.tenant_id = '000000' AND d.parent_id = s.dept_id
+      ) SELECT count(*) FILTER (WHERE ancestors <> expected) AS wrong, count(*) AS total FROM sub`;
+    if (check!.wrong !== 0) throw new Error(`${check!.wrong} wrong ancestors after the move`);
+    console.log(`move of ${check!.total + 1} departments ${label}: ${ms.toFixed(0)} ms (all ancestors verified)`);
+  }
+
+  // Request latency of the common calls, one at a time.
+  const latency = async (label: string, fn: (i: number) => Promise<unknown>) => {
+    const times: number[] = [];
+    const start = performance.now();
+    for (let i = 0; i < REQUESTS; i++) {
+      const s = performance.now();
+      await fn(i);
+      times.push(performance.now() - s);
+    }
+    const total = performance.now() - start;
+    times.sort((a, b) => a - b);
+    console.log(
+      `${label.padEnd(28)} ${REQUESTS} requests: ${(REQUESTS / (total / 1000)).toFixed(0)} req/s, ` +
+        `p50 ${percentile(times, 50).toFixed(2)} ms, p99 ${percentile(times, 99).toFixed(2)} ms`,
+    );
+  };
+  const leaf = await created('Leaf parent', 0);
+  await latency('POST /system/dept-api', (i) => call('POST', '/system/dept-api', { parentId: leaf, deptName: `L${i}` }, token));
+  await latency('GET /system/dept-api/{id}', () => call('GET', `/system/dept-api/${leaf}`, undefined, token));
+  await latency('PUT (rename, no move)', (i) => call('PUT', '/system/dept-api', { deptId: leaf, parentId: 0, deptName: `Leaf parent ${i}` }, token));
+  const listStart = performance.now();
+  const list = (await call('GET', '/system/dept-api/list', undefined, token)).json().data.length;
+  console.log(`GET /system/dept-api/list of ${list} departments: ${(performance.now() - listStart).toFixed(0)} ms`);
+  const treeStart = performance.now();
+  await call('GET', '/system/dept-api/tree', undefined, token);
+  console.log(`GET /system/dept-api/tree of ${list} departments: ${(performance.now() - treeStart).toFixed(0)} ms`);
+
+  const mem = process.memoryUsage();
+  console.log(`memory: rss ${(mem.rss / 2 ** 20).toFixed(0)} MiB, heap used ${(mem.heapUsed / 2 ** 20).toFixed(0)} MiB`);
+  await app.close();
+  await db.close();
+  await db.drop();
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
