@@ -70,8 +70,9 @@ async function main() {
     FROM sys_dept c, generate_series(1, ${fanout - 1}) g
     WHERE c.tenant_id = '000000' AND c.parent_id = ${moving}`;
   await db.sql`ANALYZE sys_dept`;
-  const [{ size }] = (await db.sql<{ size: number }[]>`
-    SELECT count(*) AS size FROM sys_dept WHERE tenant_id = '000000' AND (ancestors LIKE ${`0,${moving},%`} OR ancestors = ${`0,${moving}`})`) as [{ size: number }];
+  const [sized] = await db.sql<{ size: number }[]>`
+    SELECT count(*) AS size FROM sys_dept WHERE tenant_id = '000000' AND (ancestors LIKE ${`0,${moving},%`} OR ancestors = ${`0,${moving}`})`;
+  const size = sized!.size;
   console.log(`subtree built: ${size + 1} departments (including its root) in ${(performance.now() - t0).toFixed(0)} ms`);
 
   const moves: number[] = [];
