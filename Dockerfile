@@ -1,0 +1,33 @@
+# Multi-stage build. The base image is a build argument so a locally built
+# Node image can stand in where no registry is reachable:
+#   docker build --build-arg NODE_IMAGE=node:26-slim -t dept-tenant-service .
+ARG NODE_IMAGE=node:26-slim
+
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npx tsc -p tsconfig.build.json
+
+FROM ${NODE_IMAGE} AS runtime-deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+FROM ${NODE_IMAGE}
+ENV NODE_ENV=production PORT=8080 HOST=0.0.0.0 DATA_DIR=/app/data
+WORKDIR /app
+COPY --from=runtime-deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json ./
+COPY sql ./sql
+# The embedded database (used when DATABASE_URL is unset) lives in the volume.
+RUN mkdir -p /app/data && chown node:node /app/data
+USER node
+EXPOSE 8080
+VOLUME ["/app/data"]
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+CMD ["node", "dist/main.js"]
