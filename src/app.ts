@@ -13,6 +13,7 @@ import { sharedJwtSecret } from './auth/auth.sql.js';
 import { authRoutes } from './auth/auth.routes.js';
 import { deptRoutes } from './depts/dept.routes.js';
 import { userRoutes } from './users/user.routes.js';
+import { tenantRoutes } from './tenants/tenant.routes.js';
 import { healthRoutes } from './health.routes.js';
 
 export interface AppOptions {
@@ -61,6 +62,10 @@ export async function buildApp({ sql, config, logger }: AppOptions): Promise<Fas
       return { schema: { ...schema, response: { ...response, 200: successEnvelope(response['200'] as never) } }, url };
     },
   });
+  // The docs page and its assets are public and are not JSON: no token, no envelope.
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/docs')) route.config = { ...route.config, public: true, rawResponse: true };
+  });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
   app.get('/openapi.json', { config: { public: true, rawResponse: true }, schema: { hide: true } }, async () => app.swagger());
 
@@ -71,5 +76,6 @@ export async function buildApp({ sql, config, logger }: AppOptions): Promise<Fas
   await app.register(authRoutes, { sql, tokenTtl: config.tokenTtl });
   await app.register(deptRoutes, { sql, prefix: '/system/dept-api' });
   await app.register(userRoutes, { sql, prefix: '/system/user-api' });
+  await app.register(tenantRoutes, { sql, prefix: '/system/tenant-api' });
   return app;
 }

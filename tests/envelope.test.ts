@@ -124,5 +124,11 @@ describe('envelope', () => {
     const spec = doc.json();
     expect(spec.openapi).toMatch(/^3\./);
     expect(Object.keys(spec.paths)).toEqual(expect.arrayContaining(['/system/dept-api/', '/system/dept-api/{id}', '/auth/login']));
+    // The document shows what the wire carries: data inside the envelope.
+    const ok = spec.paths['/system/dept-api/{id}'].get.responses['200'].content['application/json'].schema;
+    expect(Object.keys(ok.properties)).toEqual(['code', 'msg', 'data']);
+    const page = await raw({ method: 'GET', url: '/docs/static/index.html' });
+    expect(page.status).toBe(200);
+    expect(page.headers['content-type']).toMatch(/text\/html/);
   });
 });
