@@ -127,7 +127,7 @@ describe('envelope', () => {
     // The document shows what the wire carries: data inside the envelope.
     const ok = spec.paths['/system/dept-api/{id}'].get.responses['200'].content['application/json'].schema;
     expect(Object.keys(ok.properties)).toEqual(['code', 'msg', 'data']);
-    const page = await raw({ method: 'GET', url: '/docs/static/index.html' });
+    const page = await raw({ method: 'GET', url: '/docs/' });
     expect(page.status).toBe(200);
     expect(page.headers['content-type']).toMatch(/text\/html/);
   });
