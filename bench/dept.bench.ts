@@ -5,34 +5,20 @@
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench
 //   BENCH_SUBTREE=10000 BENCH_REQUESTS=2000 npm run bench
 
-import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import postgres from 'postgres';
 import { buildApp } from '../src/app.js';
 import { bootstrap } from '../src/bootstrap.js';
-import { openEmbedded, openPostgres, type Database } from '../src/db/database.js';
+import { openEmbedded, type Database } from '../src/db/database.js';
 import { migrate } from '../src/db/migrate.js';
+import { openFreshPostgres } from '../tests/support/fresh-postgres.js';
 
 const SUBTREE = Number(process.env.BENCH_SUBTREE ?? 10_000);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2_000);
 const PASSWORD = 'bench-password-1';
 
-async function freshDatabase(): Promise<Database & { drop: () => Promise<void> }> {
+async function freshDatabase(): Promise<Database> {
   const url = process.env.DATABASE_URL;
-  if (!url) return { ...(await openEmbedded(undefined)), drop: async () => {} };
-  const name = `bench_${randomBytes(4).toString('hex')}`;
-  const admin = postgres(url, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  const target = new URL(url);
-  target.pathname = `/${name}`;
-  const db = openPostgres(target.toString(), 10);
-  return {
-    ...db,
-    drop: async () => {
-      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
-    },
-  };
+  return url ? openFreshPostgres(url, 'bench', 10) : openEmbedded(undefined);
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -123,7 +109,6 @@ async function main() {
   console.log(`memory: rss ${(mem.rss / 2 ** 20).toFixed(0)} MiB, heap used ${(mem.heapUsed / 2 ** 20).toFixed(0)} MiB`);
   await app.close();
   await db.close();
-  await db.drop();
 }
 
 main().catch((err) => {

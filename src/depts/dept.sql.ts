@@ -1,5 +1,6 @@
 import type { Db, Tx } from '../db/database.js';
 import { lockOrganisation } from '../db/locks.js';
+import { containing } from '../db/sql.helpers.js';
 import { assert } from '../http/app.error.js';
 import { formatDateTime } from '../time.js';
 import type { Dept, DeptCreate, DeptListQuery, DeptNode, DeptUpdate } from './dept.schema.js';
@@ -23,9 +24,6 @@ const toDept = (row: DeptRow): Dept => ({
   createTime: formatDateTime(row.createTime),
   updateTime: formatDateTime(row.updateTime),
 });
-
-/** LIKE pattern for a substring, with the user's own % and _ taken literally. */
-export const containing = (text: string) => `%${text.replace(/[\\%_]/g, '\\$&')}%`;
 
 // ---------------------------------------------------------------- reads
 
@@ -212,21 +210,21 @@ export async function deleteDepts(tx: Tx, actor: Actor, ids: number[]): Promise<
   const missing = ids.filter((id) => !live.has(id));
   assert(missing.length === 0, 404, `Department(s) not found: ${missing.slice(0, 20).join(', ')}`);
 
-  const [withChild] = await tx<{ deptId: number; deptName: string }[]>`
-    SELECT p.dept_id AS "deptId", p.dept_name AS "deptName"
+  // Rule: no target with a live child department or a live user; the first one found is named.
+  const [blocked] = await tx<{ deptId: number; deptName: string; hasChild: boolean }[]>`
+    SELECT p.dept_id AS "deptId", p.dept_name AS "deptName",
+           EXISTS (SELECT 1 FROM sys_dept c WHERE c.tenant_id = ${tenantId} AND c.parent_id = p.dept_id AND c.del_flag = '0') AS "hasChild"
     FROM sys_dept p
     WHERE p.tenant_id = ${tenantId} AND p.dept_id = ANY(${ids}::bigint[])
-      AND EXISTS (SELECT 1 FROM sys_dept c WHERE c.tenant_id = ${tenantId} AND c.parent_id = p.dept_id AND c.del_flag = '0')
+      AND (EXISTS (SELECT 1 FROM sys_dept c WHERE c.tenant_id = ${tenantId} AND c.parent_id = p.dept_id AND c.del_flag = '0')
+        OR EXISTS (SELECT 1 FROM sys_user u WHERE u.tenant_id = ${tenantId} AND u.dept_id = p.dept_id AND u.del_flag = '0'))
     ORDER BY p.dept_id LIMIT 1`;
-  assert(!withChild, 409, `Department "${withChild?.deptName}" (${withChild?.deptId}) has child departments; delete or move them first`);
-
-  const [withUser] = await tx<{ deptId: number; deptName: string }[]>`
-    SELECT p.dept_id AS "deptId", p.dept_name AS "deptName"
-    FROM sys_dept p
-    WHERE p.tenant_id = ${tenantId} AND p.dept_id = ANY(${ids}::bigint[])
-      AND EXISTS (SELECT 1 FROM sys_user u WHERE u.tenant_id = ${tenantId} AND u.dept_id = p.dept_id AND u.del_flag = '0')
-    ORDER BY p.dept_id LIMIT 1`;
-  assert(!withUser, 409, `Department "${withUser?.deptName}" (${withUser?.deptId}) has users; move or delete them first`);
+  assert(
+    !blocked,
+    409,
+    `Department "${blocked?.deptName}" (${blocked?.deptId}) has ${blocked?.hasChild ? 'child departments' : 'users'}; ` +
+      `${blocked?.hasChild ? 'delete or move them' : 'move or delete them'} first`,
+  );
 
   await tx`
     UPDATE sys_dept SET del_flag = '2', update_by = ${actor.userName}, update_time = now()

@@ -1,7 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import postgres from 'postgres';
 import { inject } from 'vitest';
-import { openEmbedded, openPostgres, type Database } from '../../src/db/database.js';
+import { openEmbedded, type Database } from '../../src/db/database.js';
+import { openFreshPostgres } from './fresh-postgres.js';
 
 /**
  * A fresh, empty database for one test file: a new database on the chosen
@@ -12,22 +11,5 @@ export async function openTestDatabase(): Promise<Database & { kind: string }> {
   const kind = inject('databaseKind');
   if (!serverUrl) return { ...(await openEmbedded(undefined)), kind };
 
-  // The name is ours (hex), never input, so it is safe to put into the statement text.
-  const name = `test_${randomBytes(6).toString('hex')}`;
-  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`CREATE DATABASE ${name}`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  const db = openPostgres(url.toString(), 20);
-  return {
-    ...db,
-    kind,
-    async close() {
-      await db.close();
-      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
-    },
-  };
+  return { ...(await openFreshPostgres(serverUrl, 'test', 20)), kind };
 }
-
-export { openPostgres };
