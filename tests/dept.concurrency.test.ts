@@ -35,7 +35,7 @@ describe('concurrency', () => {
   });
 
   it('a chain of crossing moves among many departments never forms a cycle', async () => {
-    const ids = [];
+    const ids: number[] = [];
     for (let i = 0; i < 8; i++) ids.push(await create(root, `Ring${i}`));
     // Each tries to move under the next one round the ring: all but one must fail.
     const results = await Promise.all(ids.map((id, i) => move(id, ids[(i + 1) % ids.length]!, `Ring${i}`)));

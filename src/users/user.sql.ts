@@ -4,7 +4,8 @@ import { assert } from '../http/app.error.js';
 import { formatDateTime } from '../time.js';
 import { hashPassword } from '../auth/password.js';
 import { revokeUserSessions } from '../auth/auth.sql.js';
-import { containing, type Actor } from '../depts/dept.sql.js';
+import type { Actor } from '../depts/dept.sql.js';
+import { containing } from '../db/sql.helpers.js';
 import type { User, UserCreate, UserListQuery, UserUpdate } from './user.schema.js';
 
 type UserRow = Omit<User, 'createTime' | 'updateTime' | 'roles'> & { role: User['roles'][number]; createTime: Date; updateTime: Date | null };

@@ -1,0 +1,74 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { Sql } from '../db/database.js';
+import { assert } from '../http/app.error.js';
+import { IdParam } from '../http/common.schema.js';
+import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
+import { Tenant, TenantCreate, TenantListQuery, TenantPage, TenantUpdate } from './tenant.schema.js';
+import { createTenant, deleteTenant, getTenant, listTenants, updateTenant } from './tenant.sql.js';
+
+const tags = ['tenants'];
+
+/** /system/tenant-api: the caller's tenant and the tenants below it. */
+export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, { sql }) => {
+  app.addSchema(Tenant);
+
+  app.post(
+    '/',
+    {
+      config: { permission: 'system:tenant:add' },
+      schema: { tags, body: TenantCreate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 409]) },
+    },
+    async (request, reply) => {
+      const id = await sql.begin((tx) => createTenant(tx, request.caller, request.body));
+      reply.header('location', `/system/tenant-api/${id}`);
+      return null;
+    },
+  );
+
+  app.put(
+    '/',
+    {
+      config: { permission: 'system:tenant:edit' },
+      schema: { tags, body: TenantUpdate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]) },
+    },
+    async (request) => {
+      await sql.begin((tx) => updateTenant(tx, request.caller, request.body));
+      return null;
+    },
+  );
+
+  app.get(
+    '/list',
+    {
+      config: { permission: 'system:tenant:list' },
+      schema: { tags, querystring: TenantListQuery, response: responses(TenantPage, [400, ...AUTHED]) },
+    },
+    async (request) => listTenants(sql, request.caller, request.query),
+  );
+
+  app.get(
+    '/:id',
+    {
+      config: { permission: 'system:tenant:query' },
+      schema: { tags, params: IdParam, response: responses(Type.Ref('Tenant'), [400, ...AUTHED, 404]) },
+    },
+    async (request) => {
+      const tenant = await getTenant(sql, request.caller, request.params.id);
+      assert(tenant, 404, `Tenant ${request.params.id} not found`);
+      return tenant;
+    },
+  );
+
+  app.delete(
+    '/:id',
+    {
+      config: { permission: 'system:tenant:remove' },
+      schema: { tags, params: IdParam, response: responses(Type.Null(), [400, ...AUTHED, 404, 409]) },
+    },
+    async (request) => {
+      await sql.begin((tx) => deleteTenant(tx, request.caller, request.params.id));
+      return null;
+    },
+  );
+};

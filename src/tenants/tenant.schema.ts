@@ -1,0 +1,111 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { Audit, Nullable, Status } from '../http/common.schema.js';
+
+const Code = Type.String({ pattern: '^[0-9]{6}$', description: 'Six-digit business code' });
+/** A real calendar date: 2025-02-30 is refused. */
+const Day = Type.String({ format: 'date', pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'YYYY-MM-DD' });
+const Quota = Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: 'Default 0' });
+const Rule = Nullable(Type.String({ maxLength: 2000, description: 'null when not configured' }));
+const NonBlank = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '\\S' });
+
+export const PackageBo = Type.Object({
+  menuIds: Type.String({
+    maxLength: 200_000,
+    description: 'Positive integers separated by commas, spaces allowed; returned normalised ("1,2,3", duplicates dropped, order kept)',
+  }),
+});
+
+export const QuotaBo = Type.Object({
+  enterpriseQuery: Quota,
+  annualReportQuery: Quota,
+  chainReport: Quota,
+  businessReport: Quota,
+  riskReport: Quota,
+  merchant: Quota,
+  riskReportUsed: Quota,
+  zr: Quota,
+  credit: Quota,
+  pf: Quota,
+});
+
+export const RuleBo = Type.Object({
+  modelZr: Rule,
+  modelPf: Rule,
+  modelEd: Rule,
+  catalogZr: Rule,
+  catalogPf: Rule,
+  catalogEd: Rule,
+  catalogRw: Rule,
+});
+
+/** TenantDTO as read: every field, with packageBo, quotaBo and ruleBo always present. */
+export const Tenant = Type.Object(
+  {
+    id: Type.String({ pattern: '^[0-9]{19}$', description: 'Internal snowflake-style id; used in paths' }),
+    tenantId: Code,
+    tenantParent: Nullable(Code),
+    tenantName: NonBlank(50),
+    startTime: Nullable(Day),
+    endTime: Nullable(Day),
+    contactUserName: NonBlank(30),
+    contactPhone: Type.String({ minLength: 1, maxLength: 20, pattern: '^[0-9 +-]*[0-9][0-9 +-]*$', description: 'Digits, spaces, + and -' }),
+    companyName: NonBlank(100),
+    status: Status,
+    accountCount: Type.Integer({ minimum: -1, maximum: 2_147_483_647, description: '-1 means unlimited' }),
+    packageBo: PackageBo,
+    quotaBo: QuotaBo,
+    ruleBo: RuleBo,
+    ...Audit.properties,
+  },
+  { $id: 'Tenant' },
+);
+
+// Fields a write may carry besides the four required ones; omitted ones
+// take their defaults, which is what makes PUT a full replacement.
+const optional = Type.Object({
+  startTime: Type.Optional(Tenant.properties.startTime),
+  endTime: Type.Optional(Tenant.properties.endTime),
+  status: Type.Optional(Status),
+  accountCount: Type.Optional(Tenant.properties.accountCount),
+  packageBo: Type.Optional(Nullable(PackageBo)),
+  quotaBo: Type.Optional(Nullable(Type.Partial(QuotaBo))),
+  ruleBo: Type.Optional(Nullable(Type.Partial(RuleBo))),
+});
+const required = Type.Pick(Tenant, ['tenantName', 'companyName', 'contactUserName', 'contactPhone']);
+
+/** POST body: a child tenant. With username and password, its first admin is provisioned too. */
+export const TenantCreate = Type.Composite([
+  required,
+  optional,
+  Type.Object({
+    tenantParent: Type.Optional(Code),
+    username: Type.Optional(Type.String({ minLength: 1, maxLength: 30, pattern: '^\\S+$', description: 'Write-only: the new tenant\'s admin' })),
+    password: Type.Optional(Type.String({ minLength: 8, maxLength: 128, description: 'Write-only' })),
+  }),
+]);
+
+/** PUT body: the full TenantDTO; tenantId and tenantParent may be repeated but never changed. */
+export const TenantUpdate = Type.Composite([
+  Type.Object({ id: Type.String({ pattern: '^[0-9]{1,19}$' }) }),
+  required,
+  optional,
+  Type.Object({ tenantId: Type.Optional(Code), tenantParent: Type.Optional(Nullable(Code)) }),
+]);
+
+export const TenantListQuery = Type.Object({
+  tenantName: Type.Optional(Type.String({ maxLength: 50, description: 'Substring match' })),
+  status: Type.Optional(Status),
+  tenantParent: Type.Optional(Code),
+  pageNum: Type.Integer({ minimum: 1, default: 1 }),
+  pageSize: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+});
+
+export const TenantPage = Type.Object({
+  total: Type.Integer(),
+  rows: Type.Array(Type.Ref('Tenant')),
+});
+
+export type Tenant = Static<typeof Tenant>;
+export type TenantCreate = Static<typeof TenantCreate>;
+export type TenantUpdate = Static<typeof TenantUpdate>;
+export type TenantListQuery = Static<typeof TenantListQuery>;

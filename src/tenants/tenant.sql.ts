@@ -1,0 +1,280 @@
+import type { Db, Tx } from '../db/database.js';
+import { assert } from '../http/app.error.js';
+import { formatDateTime } from '../time.js';
+import { isSuperadmin, type Caller } from '../auth/auth.plugin.js';
+import { PLATFORM_TENANT } from '../auth/auth.roles.js';
+import { createDept } from '../depts/dept.sql.js';
+import { containing } from '../db/sql.helpers.js';
+import { createUser } from '../users/user.sql.js';
+import type { Tenant, TenantCreate, TenantListQuery, TenantUpdate } from './tenant.schema.js';
+
+export const MAX_MENU_IDS = 10_000;
+
+/**
+ * "1, 2,3, 2" -> "1,2,3": positive integers, duplicates dropped, first
+ * occurrence order kept. Anything else is a 400 naming the bad entry.
+ */
+export function normaliseMenuIds(raw: string): string {
+  if (raw.trim() === '') return '';
+  const ids = raw.split(',').map((part) => part.trim());
+  assert(ids.length <= MAX_MENU_IDS, 400, `packageBo.menuIds may list at most ${MAX_MENU_IDS} ids`);
+  for (const id of ids) {
+    assert(/^[1-9][0-9]{0,18}$/.test(id), 400, `packageBo.menuIds must be positive integers separated by commas; "${id}" is not`);
+  }
+  return [...new Set(ids)].join(',');
+}
+
+// ---------------------------------------------------------------- row <-> DTO
+
+interface TenantRow {
+  id: string;
+  tenantId: string;
+  tenantParent: string | null;
+  ancestors: string;
+  tenantName: string;
+  startTime: string | null;
+  endTime: string | null;
+  contactUserName: string;
+  contactPhone: string;
+  companyName: string;
+  status: '0' | '1';
+  accountCount: number;
+  menuIds: string;
+  enterpriseQuery: number;
+  annualReportQuery: number;
+  chainReport: number;
+  businessReport: number;
+  riskReport: number;
+  merchant: number;
+  riskReportUsed: number;
+  zr: number;
+  credit: number;
+  pf: number;
+  modelZr: string | null;
+  modelPf: string | null;
+  modelEd: string | null;
+  catalogZr: string | null;
+  catalogPf: string | null;
+  catalogEd: string | null;
+  catalogRw: string | null;
+  createBy: string;
+  createTime: Date;
+  updateBy: string;
+  updateTime: Date | null;
+}
+
+const COLUMNS = (sql: Db) => sql`
+  t.id::text AS id, t.tenant_id AS "tenantId", t.tenant_parent AS "tenantParent", t.ancestors,
+  t.tenant_name AS "tenantName", t.start_time::text AS "startTime", t.end_time::text AS "endTime",
+  t.contact_user_name AS "contactUserName", t.contact_phone AS "contactPhone", t.company_name AS "companyName",
+  t.status, t.account_count AS "accountCount", t.menu_ids AS "menuIds",
+  t.enterprise_query AS "enterpriseQuery", t.annual_report_query AS "annualReportQuery", t.chain_report AS "chainReport",
+  t.business_report AS "businessReport", t.risk_report AS "riskReport", t.merchant,
+  t.risk_report_used AS "riskReportUsed", t.zr, t.credit, t.pf,
+  t.model_zr AS "modelZr", t.model_pf AS "modelPf", t.model_ed AS "modelEd",
+  t.catalog_zr AS "catalogZr", t.catalog_pf AS "catalogPf", t.catalog_ed AS "catalogEd", t.catalog_rw AS "catalogRw",
+  t.create_by AS "createBy", t.create_time AS "createTime", t.update_by AS "updateBy", t.update_time AS "updateTime"`;
+
+const toTenant = (r: TenantRow): Tenant => ({
+  id: r.id,
+  tenantId: r.tenantId,
+  tenantParent: r.tenantParent,
+  tenantName: r.tenantName,
+  startTime: r.startTime,
+  endTime: r.endTime,
+  contactUserName: r.contactUserName,
+  contactPhone: r.contactPhone,
+  companyName: r.companyName,
+  status: r.status,
+  accountCount: r.accountCount,
+  packageBo: { menuIds: r.menuIds },
+  quotaBo: {
+    enterpriseQuery: r.enterpriseQuery,
+    annualReportQuery: r.annualReportQuery,
+    chainReport: r.chainReport,
+    businessReport: r.businessReport,
+    riskReport: r.riskReport,
+    merchant: r.merchant,
+    riskReportUsed: r.riskReportUsed,
+    zr: r.zr,
+    credit: r.credit,
+    pf: r.pf,
+  },
+  ruleBo: {
+    modelZr: r.modelZr,
+    modelPf: r.modelPf,
+    modelEd: r.modelEd,
+    catalogZr: r.catalogZr,
+    catalogPf: r.catalogPf,
+    catalogEd: r.catalogEd,
+    catalogRw: r.catalogRw,
+  },
+  createBy: r.createBy,
+  createTime: formatDateTime(r.createTime),
+  updateBy: r.updateBy,
+  updateTime: formatDateTime(r.updateTime),
+});
+
+/** The writable columns of a create or a full replacement: omitted fields get their defaults. */
+function writableColumns(input: TenantCreate | TenantUpdate) {
+  assert(
+    !input.startTime || !input.endTime || input.startTime <= input.endTime,
+    400,
+    `startTime ${input.startTime} is after endTime ${input.endTime}`,
+  );
+  const q = input.quotaBo ?? {};
+  const r = input.ruleBo ?? {};
+  return {
+    tenant_name: input.tenantName,
+    company_name: input.companyName,
+    contact_user_name: input.contactUserName,
+    contact_phone: input.contactPhone,
+    start_time: input.startTime ?? null,
+    end_time: input.endTime ?? null,
+    status: input.status ?? '0',
+    account_count: input.accountCount ?? -1,
+    menu_ids: normaliseMenuIds(input.packageBo?.menuIds ?? ''),
+    enterprise_query: q.enterpriseQuery ?? 0,
+    annual_report_query: q.annualReportQuery ?? 0,
+    chain_report: q.chainReport ?? 0,
+    business_report: q.businessReport ?? 0,
+    risk_report: q.riskReport ?? 0,
+    merchant: q.merchant ?? 0,
+    risk_report_used: q.riskReportUsed ?? 0,
+    zr: q.zr ?? 0,
+    credit: q.credit ?? 0,
+    pf: q.pf ?? 0,
+    model_zr: r.modelZr ?? null,
+    model_pf: r.modelPf ?? null,
+    model_ed: r.modelEd ?? null,
+    catalog_zr: r.catalogZr ?? null,
+    catalog_pf: r.catalogPf ?? null,
+    catalog_ed: r.catalogEd ?? null,
+    catalog_rw: r.catalogRw ?? null,
+  };
+}
+
+// ---------------------------------------------------------------- scope
+
+/**
+ * Rule: which live tenants a caller sees. superadmin: all; admin: its own
+ * tenant and every descendant (its code in their ancestor path); user: its
+ * own tenant. Everything else answers 404.
+ */
+const visibleTo = (sql: Db, caller: Caller) => {
+  if (isSuperadmin(caller)) return sql`t.del_flag = '0'`;
+  if (caller.role === 'admin') {
+    return sql`t.del_flag = '0' AND (t.tenant_id = ${caller.tenantId} OR ${caller.tenantId} = ANY (string_to_array(t.ancestors, ',')))`;
+  }
+  return sql`t.del_flag = '0' AND t.tenant_id = ${caller.tenantId}`;
+};
+
+/** Rule: only a strict ancestor's admin (or superadmin) changes a tenant, and never the platform tenant. */
+function assertMayChange(caller: Caller, target: { tenantId: string; ancestors: string }, verb: string): void {
+  assert(target.tenantId !== PLATFORM_TENANT, 403, `The platform tenant ${PLATFORM_TENANT} cannot be ${verb} through the API`);
+  assert(
+    isSuperadmin(caller) || target.ancestors.split(',').includes(caller.tenantId),
+    403,
+    `Only administrators of a tenant above ${target.tenantId} may change it`,
+  );
+}
+
+const parseInternalId = (id: string) => {
+  assert(/^[0-9]{1,19}$/.test(id) && BigInt(id) > 0n && BigInt(id) <= 9_223_372_036_854_775_807n, 400, `id must be a positive integer of at most 19 digits, got "${id}"`);
+  return id;
+};
+
+// ---------------------------------------------------------------- reads
+
+export async function getTenant(sql: Db, caller: Caller, id: string): Promise<Tenant | undefined> {
+  const [row] = await sql<TenantRow[]>`
+    SELECT ${COLUMNS(sql)} FROM sys_tenant t WHERE t.id = ${parseInternalId(id)}::bigint AND ${visibleTo(sql, caller)}`;
+  return row && toTenant(row);
+}
+
+export async function listTenants(sql: Db, caller: Caller, query: TenantListQuery): Promise<{ total: number; rows: Tenant[] }> {
+  const where = sql`
+    ${visibleTo(sql, caller)}
+    ${query.tenantName !== undefined ? sql`AND t.tenant_name LIKE ${containing(query.tenantName)}` : sql``}
+    ${query.status !== undefined ? sql`AND t.status = ${query.status}` : sql``}
+    ${query.tenantParent !== undefined ? sql`AND t.tenant_parent = ${query.tenantParent}` : sql``}`;
+  const [count] = await sql<{ total: number }[]>`SELECT count(*) AS total FROM sys_tenant t WHERE ${where}`;
+  const rows = await sql<TenantRow[]>`
+    SELECT ${COLUMNS(sql)} FROM sys_tenant t WHERE ${where}
+    ORDER BY t.id
+    LIMIT ${query.pageSize} OFFSET ${(query.pageNum - 1) * query.pageSize}`;
+  return { total: count!.total, rows: rows.map(toTenant) };
+}
+
+// ---------------------------------------------------------------- writes (each inside one transaction)
+
+/**
+ * Creates a child tenant under `tenantParent` (default: the caller's own),
+ * and with username+password its root department and first admin, all in
+ * the caller's transaction. The parent row is share-locked so a concurrent
+ * delete of the parent waits for this create (and then sees the child).
+ */
+export async function createTenant(tx: Tx, caller: Caller, input: TenantCreate): Promise<string> {
+  const parentCode = input.tenantParent ?? caller.tenantId;
+  assert((input.username === undefined) === (input.password === undefined), 400, 'username and password are sent together or not at all');
+  const [parent] = await tx<{ tenantId: string; ancestors: string }[]>`
+    SELECT t.tenant_id AS "tenantId", t.ancestors FROM sys_tenant t
+    WHERE t.tenant_id = ${parentCode} AND ${visibleTo(tx, caller)}
+    FOR SHARE`;
+  if (isSuperadmin(caller)) {
+    assert(parent, 400, `tenantParent ${parentCode} is not a live tenant`);
+  } else {
+    // Same answer whether or not the tenant exists: nothing outside the caller's scope is revealed.
+    assert(parent && caller.role === 'admin', 403, `tenantParent ${parentCode} is not your tenant or one below it`);
+  }
+  const columns = writableColumns(input);
+  const [row] = await tx<{ id: string; tenantId: string }[]>`
+    INSERT INTO sys_tenant ${tx({
+      ...columns,
+      tenant_parent: parent.tenantId,
+      ancestors: parent.ancestors === '' ? parent.tenantId : `${parent.ancestors},${parent.tenantId}`,
+      create_by: caller.userName,
+    })}
+    RETURNING id::text AS id, tenant_id AS "tenantId"`;
+  const created = row!;
+
+  if (input.username !== undefined && input.password !== undefined) {
+    const actor = { tenantId: created.tenantId, userName: caller.userName };
+    const deptId = await createDept(tx, actor, { parentId: 0, deptName: input.companyName.trim().slice(0, 30) });
+    await createUser(tx, actor, { userName: input.username, password: input.password, roles: ['admin'], deptId, nickName: input.username });
+  }
+  return created.id;
+}
+
+/** Full replacement. tenantId and tenantParent are fixed for life: repeating them is fine, changing them is 400. */
+export async function updateTenant(tx: Tx, caller: Caller, input: TenantUpdate): Promise<void> {
+  const [target] = await tx<{ tenantId: string; tenantParent: string | null; ancestors: string }[]>`
+    SELECT t.tenant_id AS "tenantId", t.tenant_parent AS "tenantParent", t.ancestors FROM sys_tenant t
+    WHERE t.id = ${parseInternalId(input.id)}::bigint AND ${visibleTo(tx, caller)}
+    FOR UPDATE`;
+  assert(target, 404, `Tenant ${input.id} not found`);
+  assertMayChange(caller, target, 'updated');
+  assert(input.tenantId === undefined || input.tenantId === target.tenantId, 400, `tenantId cannot change (it is ${target.tenantId})`);
+  assert(
+    input.tenantParent === undefined || input.tenantParent === target.tenantParent,
+    400,
+    `tenantParent cannot change (it is ${target.tenantParent})`,
+  );
+  await tx`
+    UPDATE sys_tenant SET ${tx({ ...writableColumns(input), update_by: caller.userName })}, update_time = now()
+    WHERE id = ${input.id}::bigint`;
+}
+
+/** Logical delete, refused while live child tenants exist. */
+export async function deleteTenant(tx: Tx, caller: Caller, id: string): Promise<void> {
+  const [target] = await tx<{ tenantId: string; ancestors: string }[]>`
+    SELECT t.tenant_id AS "tenantId", t.ancestors FROM sys_tenant t
+    WHERE t.id = ${parseInternalId(id)}::bigint AND ${visibleTo(tx, caller)}
+    FOR UPDATE`;
+  assert(target, 404, `Tenant ${id} not found`);
+  assertMayChange(caller, target, 'deleted');
+  const [child] = await tx<{ tenantId: string }[]>`
+    SELECT tenant_id AS "tenantId" FROM sys_tenant WHERE tenant_parent = ${target.tenantId} AND del_flag = '0' LIMIT 1`;
+  assert(!child, 409, `Tenant ${target.tenantId} has live child tenant ${child?.tenantId}; delete it first`);
+  await tx`UPDATE sys_tenant SET del_flag = '2', update_by = ${caller.userName}, update_time = now() WHERE id = ${id}::bigint`;
+}
