@@ -19,7 +19,9 @@ import { healthRoutes } from './health.routes.js';
 export interface AppOptions {
   sql: Sql;
   config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'>;
-  logger?: FastifyServerOptions['logger'];
+  /** false: no logging (tests). Otherwise pino at config.logLevel, to stdout or to logStream. */
+  logger?: false;
+  logStream?: NodeJS.WritableStream;
 }
 
 /**
@@ -27,13 +29,15 @@ export interface AppOptions {
  * listens, the tests inject. Registration order: external plugins, then our
  * cross-cutting plugins, then one route plugin per resource.
  */
-export async function buildApp({ sql, config, logger }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ sql, config, logger, logStream }: AppOptions): Promise<FastifyInstance> {
+  const loggerOptions: FastifyServerOptions['logger'] = {
+    level: config.logLevel,
+    // Tokens travel only in this header; passwords only in bodies, which are never logged.
+    redact: ['req.headers.authorization'],
+    ...(logStream ? { stream: logStream } : {}),
+  };
   const app = Fastify({
-    logger: logger ?? {
-      level: config.logLevel,
-      // Tokens travel only in this header; passwords only in bodies, which are never logged.
-      redact: ['req.headers.authorization'],
-    },
+    logger: logger ?? loggerOptions,
     bodyLimit: 1024 * 1024,
     // A batch delete path carries up to 1000 ids of up to 19 digits each.
     routerOptions: { maxParamLength: 20_000 },
