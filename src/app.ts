@@ -7,6 +7,7 @@ import type { Config } from './config.js';
 import type { Sql } from './db/database.js';
 import { envelopePlugin } from './http/envelope.plugin.js';
 import { installErrorHandler } from './http/error.handler.js';
+import { buildValidator } from './http/validation.js';
 import { successEnvelope } from './http/envelope.schema.js';
 import { authPlugin } from './auth/auth.plugin.js';
 import { sharedJwtSecret } from './auth/auth.sql.js';
@@ -43,7 +44,7 @@ export async function buildApp({ sql, config, logger, logStream }: AppOptions): 
     routerOptions: { maxParamLength: 20_000 },
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
-    ajv: { customOptions: { allErrors: false } },
+    schemaController: { compilersFactory: { buildValidator } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Only JSON bodies are accepted; Fastify's default text/plain parser would let other types through to validation.

@@ -125,6 +125,18 @@ describe('create', () => {
     expect((await admin.post('/system/dept-api', { parentId: root, deptName: unique(), tenantId })).status).toBe(200);
   });
 
+  it('takes JSON types as sent: no number for a string, null stays null', async () => {
+    for (const body of [{ deptName: 5 }, { deptName: unique(), parentId: String(root) }, { deptName: unique(), status: 0 }, { deptName: unique(), leader: 7 }]) {
+      expect((await admin.post('/system/dept-api', { parentId: root, ...body })).status).toBe(400);
+    }
+    const id = await create({ leader: null, phone: null, email: null });
+    const read = await dept(id);
+    expect(read).toMatchObject({ leader: null, phone: null, email: null });
+    // A client that PUTs back what it read changes nothing.
+    expect((await update(read)).status).toBe(200);
+    expect(await dept(id)).toMatchObject({ leader: null, phone: null, email: null, deptName: read.deptName });
+  });
+
   it('ignores server-generated fields sent by the client', async () => {
     const id = createdId(await admin.post('/system/dept-api', { parentId: root, deptName: unique(), deptId: 5, ancestors: '9,9' }));
     expect(id).not.toBe(5);

@@ -10,7 +10,10 @@ const NonBlank = (maxLength: number) => Type.String({ minLength: 1, maxLength, p
 
 export const PackageBo = Type.Object({
   menuIds: Type.String({
-    maxLength: 200_000,
+    // Bounded by the 1 MiB body limit, not tighter: 10,000 ids of up to 19
+    // digits written "1, 2, 3" (spaces allowed) exceed 200,000 characters and
+    // were refused; the 10,000-id limit is checked in normaliseMenuIds.
+    maxLength: 1024 * 1024,
     description: 'Positive integers separated by commas, spaces allowed; returned normalised ("1,2,3", duplicates dropped, order kept)',
   }),
 });
