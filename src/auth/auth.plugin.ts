@@ -16,6 +16,9 @@ export interface Caller {
   sessionId: string;
 }
 
+/** Who a write is attributed to, and which tenant scopes it. */
+export type Actor = Pick<Caller, 'tenantId' | 'userName'>;
+
 export interface TokenClaims {
   /** tenant code */
   tid: string;

@@ -3,13 +3,8 @@ import { lockOrganisation } from '../db/locks.js';
 import { containing } from '../db/sql.helpers.js';
 import { assert } from '../http/app.error.js';
 import { formatDateTime } from '../time.js';
+import type { Actor } from '../auth/auth.plugin.js';
 import type { Dept, DeptCreate, DeptListQuery, DeptNode, DeptUpdate } from './dept.schema.js';
-
-/** Who acts, from the verified token: the tenant scopes every statement. */
-export interface Actor {
-  tenantId: string;
-  userName: string;
-}
 
 type DeptRow = Omit<Dept, 'createTime' | 'updateTime'> & { createTime: Date; updateTime: Date | null };
 

@@ -30,6 +30,8 @@ const SQLSTATE: Record<string, [AppError['status'], string]> = {
   '22007': [400, 'Invalid date'],
   '22008': [400, 'Invalid date'],
   '22P02': [400, 'Invalid value'],
+  // Only the tenant-code sequence has a maximum (999999).
+  '2200H': [409, 'No more six-digit tenant codes are available'],
 };
 
 interface PgError {

@@ -4,7 +4,7 @@ import { assert } from '../http/app.error.js';
 import { formatDateTime } from '../time.js';
 import { hashPassword } from '../auth/password.js';
 import { revokeUserSessions } from '../auth/auth.sql.js';
-import type { Actor } from '../depts/dept.sql.js';
+import type { Actor } from '../auth/auth.plugin.js';
 import { containing } from '../db/sql.helpers.js';
 import type { User, UserCreate, UserListQuery, UserUpdate } from './user.schema.js';
 
