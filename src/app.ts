@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -8,6 +8,8 @@ import type { Sql } from './db/database.js';
 import { envelopePlugin } from './http/envelope.plugin.js';
 import { installErrorHandler } from './http/error.handler.js';
 import { buildValidator } from './http/validation.js';
+import { installJsonParser } from './http/json.parser.js';
+import { dropEmptyQueryValues, requestId } from './http/request.hooks.js';
 import { successEnvelope } from './http/envelope.schema.js';
 import { authPlugin } from './auth/auth.plugin.js';
 import { sharedJwtSecret } from './auth/auth.sql.js';
@@ -42,13 +44,15 @@ export async function buildApp({ sql, config, logger, logStream }: AppOptions): 
     bodyLimit: 1024 * 1024,
     // A batch delete path carries up to 1000 ids of up to 19 digits each.
     routerOptions: { maxParamLength: 20_000 },
-    requestIdHeader: 'x-request-id',
-    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    genReqId: requestId,
     schemaController: { compilersFactory: { buildValidator } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Only JSON bodies are accepted; Fastify's default text/plain parser would let other types through to validation.
   app.removeContentTypeParser('text/plain');
+  installJsonParser(app);
+  dropEmptyQueryValues(app);
 
   installErrorHandler(app);
   await app.register(envelopePlugin);

@@ -137,6 +137,12 @@ describe('create', () => {
     expect(await dept(id)).toMatchObject({ leader: null, phone: null, email: null, deptName: read.deptName });
   });
 
+  it('counts deptName in characters, not UTF-16 units', async () => {
+    const id = await create({ deptName: '😀'.repeat(30) });
+    expect((await dept(id)).deptName).toBe('😀'.repeat(30));
+    expect((await admin.post('/system/dept-api', { parentId: root, deptName: '😀'.repeat(31) })).status).toBe(400);
+  });
+
   it('ignores server-generated fields sent by the client', async () => {
     const id = createdId(await admin.post('/system/dept-api', { parentId: root, deptName: unique(), deptId: 5, ancestors: '9,9' }));
     expect(id).not.toBe(5);
@@ -148,6 +154,18 @@ describe('get', () => {
   it.each(['abc', '0', '-1', '1.5', '12345678901234567890', '9223372036854775808'])('answers 400 for path id %s', async (id) => {
     const res = await admin.get(`/system/dept-api/${id}`);
     expect(res.status).toBe(400);
+  });
+
+  it('answers 404 naming the exact id for valid ids beyond 2^53, without rounding', async () => {
+    for (const id of ['9007199254740993', '1234567890123456789', '9223372036854775807']) {
+      const res = await admin.get(`/system/dept-api/${id}`);
+      expect(res.status).toBe(404);
+      expect(res.body.msg).toContain(id);
+    }
+    const batch = await admin.delete(`/system/dept-api/${root},9007199254740993`);
+    expect(batch.status).toBe(404);
+    expect(batch.body.msg).toContain('9007199254740993');
+    expect((await get(root)).status).toBe(200);
   });
 
   it('answers 404 for unknown and deleted departments', async () => {
@@ -340,6 +358,13 @@ describe('reads beyond the contract', () => {
     const sorted = [...all].sort((x, y) => x.parentId - y.parentId || x.orderNum - y.orderNum || x.deptId - y.deptId);
     expect(all).toEqual(sorted);
     expect((await admin.get('/system/dept-api/list?status=7')).status).toBe(400);
+    const huge = await admin.get('/system/dept-api/list?parentId=9999999999999999999');
+    expect(huge.status).toBe(400);
+    expect(huge.body.msg).toContain('parentId');
+    // Empty filters, as RuoYi front ends send them, mean "no filter".
+    const empty = await admin.get('/system/dept-api/list?deptName=&status=&parentId=');
+    expect(empty.status).toBe(200);
+    expect(empty.body.data).toEqual(all);
   });
 
   it('tree nests live departments under their parents', async () => {

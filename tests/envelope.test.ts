@@ -111,6 +111,51 @@ describe('envelope', () => {
     expect(body.msg).toContain(String(res.headers['x-request-id']));
   });
 
+  it('400 (not 500) for a NUL character anywhere a string goes', async () => {
+    const json = { ...auth(), 'content-type': 'application/json' };
+    expectEnvelope(await raw({ method: 'POST', url: '/system/dept-api', headers: json, payload: '{"parentId":0,"deptName":"nul\\u0000x"}' }), 400);
+    expectEnvelope(await raw({ method: 'GET', url: '/system/dept-api/list?deptName=a%00b', headers: auth() }), 400);
+    expectEnvelope(await raw({ method: 'GET', url: '/system/tenant-api/list?tenantName=a%00b', headers: auth() }), 400);
+    const login = await raw({
+      method: 'POST',
+      url: '/auth/login',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"tenantId":"000000","username":"ad\\u0000min","password":"x"}',
+    });
+    expect(expectEnvelope(login, 400).msg).toMatch(/NUL/);
+  });
+
+  it('names a refused __proto__ key instead of calling the JSON invalid', async () => {
+    const res = await raw({
+      method: 'POST',
+      url: '/system/dept-api',
+      headers: { ...auth(), 'content-type': 'application/json' },
+      payload: '{"parentId":0,"deptName":"p","__proto__":{"x":1}}',
+    });
+    expect(expectEnvelope(res, 400).msg).toMatch(/__proto__/);
+  });
+
+  it('treats an empty body sent with a JSON Content-Type as no body', async () => {
+    const json = { ...auth(), 'content-type': 'application/json' };
+    expectEnvelope(await raw({ method: 'DELETE', url: '/system/dept-api/999999', headers: json }), 404);
+    expect(expectEnvelope(await raw({ method: 'POST', url: '/system/dept-api', headers: json }), 400).msg).toMatch(/body/);
+    const { createUserAndLogin } = await import('./support/app.js');
+    const user = await createUserAndLogin(t, t.root, '000000', 'user');
+    const headers = { authorization: `Bearer ${user.client.token}`, 'content-type': 'application/json' };
+    expectEnvelope(await raw({ method: 'POST', url: '/auth/logout', headers }), 200);
+    expectEnvelope(await raw({ method: 'GET', url: '/auth/me', headers: { authorization: headers.authorization } }), 401);
+  });
+
+  it('accepts the Bearer scheme in any case', async () => {
+    const res = await raw({ method: 'GET', url: '/auth/me', headers: { authorization: `bearer ${t.root.token}` } });
+    expectEnvelope(res, 200);
+  });
+
+  it('replaces an X-Request-Id that is not a plain token', async () => {
+    const res = await raw({ method: 'GET', url: '/healthz', headers: { 'x-request-id': '<script>alert(1)</script>' } });
+    expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
   it('echoes a client X-Request-Id', async () => {
     const res = await raw({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'trace-abc-123' } });
     expect(res.headers['x-request-id']).toBe('trace-abc-123');

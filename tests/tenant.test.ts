@@ -203,6 +203,8 @@ describe('create', () => {
       ['20250101', 400],
       ['2025-01-01T00:00:00Z', 400],
       ['', 400],
+      ['0000-01-01', 400],
+      ['0001-01-01', 200],
     ])('startTime / endTime %s -> %i', async (day, status) => {
       for (const field of ['startTime', 'endTime']) {
         const body = tenantBody({ [field]: day });
@@ -351,6 +353,13 @@ describe('provisioning', () => {
     const { admin } = await provisionTenant(t, root, { companyName });
     const depts = (await admin.get('/system/dept-api/list')).body.data;
     expect(depts.map((d: { deptName: string }) => d.deptName)).toEqual([companyName.slice(0, 30)]);
+  });
+
+  it('cuts the root department name by characters, not UTF-16 units', async () => {
+    const companyName = `${'😀'.repeat(16)}${uniq('E')}`;
+    const { admin } = await provisionTenant(t, root, { companyName });
+    const depts = (await admin.get('/system/dept-api/list')).body.data;
+    expect(depts.map((d: { deptName: string }) => d.deptName)).toEqual([[...companyName].slice(0, 30).join('')]);
   });
 
   it('an admin below the platform provisions tenants under its own too', async () => {
@@ -637,6 +646,14 @@ describe('list', () => {
     const paged: string[] = [];
     for (let p = 1; p <= 3; p++) paged.push(...(await list(`tenantParent=${parent.tenantId}&pageNum=${p}&pageSize=5`)).rows.map((r) => r.id));
     expect(paged).toEqual(all.rows.map((r) => r.id));
+  });
+
+  it('answers 400 naming pageNum for a page beyond any real list, and ignores empty filters', async () => {
+    const res = await root.get('/system/tenant-api/list?pageNum=99999999999999999999');
+    expect(res.status).toBe(400);
+    expect(res.body.msg).toContain('pageNum');
+    const empty = await list(`tenantParent=${parent.tenantId}&tenantName=&status=`);
+    expect(empty.total).toBe((await list(`tenantParent=${parent.tenantId}`)).total);
   });
 
   it('rows are full TenantDTOs', async () => {

@@ -147,9 +147,20 @@ describe('create, read, update, delete', () => {
       [{ ...base, userName: uniqueName(), status: 1 }, /status/],
       [{ ...base, userName: uniqueName(), nickName: null }, /nickName/],
       [{ ...base, userName: 12345678 }, /userName/],
+      [{ ...base, userName: uniqueName(), delFlag: '2' }, /delFlag/],
     ];
     for (const [body, msg] of cases) expectStatus(await b.admin.post('/system/user-api', body), 400, msg);
     expect(await liveCount(b.tenantId)).toBe(1);
+  });
+
+  it("refuses a tenantId other than the caller's (403) on create and update, and accepts its own", async () => {
+    const b = await createTenantWithAdmin(t);
+    expectStatus(await b.admin.post('/system/user-api', { userName: uniqueName(), password: PASSWORD, roles: ['user'], tenantId: '000000' }), 403, /tenantId/);
+    expect(await liveCount(b.tenantId)).toBe(1);
+    expect(await liveCount('000000')).toBeGreaterThan(0);
+    const { userId, userName } = await createUser(b.admin, { tenantId: b.tenantId });
+    expectStatus(await b.admin.put('/system/user-api', { userId, userName, roles: ['user'], tenantId: '000000', nickName: 'moved' }), 403);
+    expect((await b.admin.get(`/system/user-api/${userId}`)).body.data.nickName).not.toBe('moved');
   });
 
   it('PUT is a full replacement: omitted fields return to their defaults', async () => {

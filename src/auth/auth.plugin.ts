@@ -2,7 +2,7 @@ import fp from 'fastify-plugin';
 import fastifyJwt from '@fastify/jwt';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Sql } from '../db/database.js';
-import { AppError } from '../http/app.error.js';
+import { AppError, assert } from '../http/app.error.js';
 import { today } from '../time.js';
 import { accountProblem, findSession } from './auth.sql.js';
 import { PERMISSIONS, PLATFORM_TENANT, type Permission, type Role } from './auth.roles.js';
@@ -18,6 +18,18 @@ export interface Caller {
 
 /** Who a write is attributed to, and which tenant scopes it. */
 export type Actor = Pick<Caller, 'tenantId' | 'userName'>;
+
+/**
+ * Rule: writes act in the caller's own tenant. A body may repeat that
+ * tenantId; naming another one is refused (403), never silently redirected.
+ */
+export function assertOwnTenant(actor: Actor, tenantId: string | undefined, what: string): void {
+  assert(
+    tenantId === undefined || tenantId === actor.tenantId,
+    403,
+    `tenantId ${tenantId} is not your tenant; ${what} are always written in your own tenant (${actor.tenantId})`,
+  );
+}
 
 export interface TokenClaims {
   /** tenant code */
@@ -50,7 +62,7 @@ export function isSuperadmin(caller: Caller): boolean {
   return caller.role === 'superadmin' && caller.tenantId === PLATFORM_TENANT;
 }
 
-const BEARER = /^Bearer [A-Za-z0-9._~+/-]+=*$/;
+const BEARER = /^Bearer [A-Za-z0-9._~+/-]+=*$/i;
 
 /**
  * Authentication and permission for every route not marked `public`:

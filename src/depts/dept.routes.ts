@@ -65,7 +65,7 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
       config: { permission: 'system:dept:list' },
       schema: { tags, params: IdParam, response: responses(DeptList, [400, ...AUTHED, 404]) },
     },
-    async (request) => listParentChoices(sql, request.caller.tenantId, parseId(request.params.id)),
+    async (request) => listParentChoices(sql, request.caller.tenantId, parseId(request.params.id, 'Department')),
   );
 
   app.get(
@@ -75,7 +75,7 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
       schema: { tags, params: IdParam, response: responses(Type.Ref('Dept'), [400, ...AUTHED, 404]) },
     },
     async (request) => {
-      const id = parseId(request.params.id);
+      const id = parseId(request.params.id, 'Department');
       const dept = await getDept(sql, request.caller.tenantId, id);
       assert(dept, 404, `Department ${id} not found`);
       return dept;
@@ -89,7 +89,7 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
       schema: { tags, params: IdsParam, response: responses(Type.Null(), [400, ...AUTHED, 404, 409]) },
     },
     async (request) => {
-      const ids = parseIds(request.params.ids);
+      const ids = parseIds(request.params.ids, 'Department');
       await sql.begin((tx) => deleteDepts(tx, request.caller, ids));
       return null;
     },

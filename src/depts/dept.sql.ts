@@ -3,7 +3,7 @@ import { lockOrganisation } from '../db/locks.js';
 import { containing } from '../db/sql.helpers.js';
 import { assert } from '../http/app.error.js';
 import { formatDateTime } from '../time.js';
-import type { Actor } from '../auth/auth.plugin.js';
+import { assertOwnTenant, type Actor } from '../auth/auth.plugin.js';
 import type { Dept, DeptCreate, DeptListQuery, DeptNode, DeptUpdate } from './dept.schema.js';
 
 type DeptRow = Omit<Dept, 'createTime' | 'updateTime'> & { createTime: Date; updateTime: Date | null };
@@ -90,22 +90,16 @@ const pathUnder = (parent: Parent | null, parentId: number) => (parent ? `${pare
 
 function trimmedName(name: string): string {
   const trimmed = name.trim();
-  assert(trimmed.length >= 1 && trimmed.length <= 30, 400, 'deptName must be 1 to 30 characters after trimming');
+  // Characters, not UTF-16 units: an emoji counts once, as in varchar(30).
+  const length = [...trimmed].length;
+  assert(length >= 1 && length <= 30, 400, 'deptName must be 1 to 30 characters after trimming');
   return trimmed;
-}
-
-function checkTenant(actor: Actor, tenantId: string | undefined): void {
-  assert(
-    tenantId === undefined || tenantId === actor.tenantId,
-    403,
-    `tenantId ${tenantId} is not your tenant; departments are always written in your own tenant (${actor.tenantId})`,
-  );
 }
 
 // ---------------------------------------------------------------- writes (each inside one transaction)
 
 export async function createDept(tx: Tx, actor: Actor, input: DeptCreate): Promise<number> {
-  checkTenant(actor, input.tenantId);
+  assertOwnTenant(actor, input.tenantId, 'departments');
   const deptName = trimmedName(input.deptName);
   await lockOrganisation(tx, actor.tenantId);
   const parent = await liveParent(tx, actor.tenantId, input.parentId);
@@ -127,7 +121,7 @@ export async function createDept(tx: Tx, actor: Actor, input: DeptCreate): Promi
  * whatever the subtree's size.
  */
 export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate): Promise<void> {
-  checkTenant(actor, input.tenantId);
+  assertOwnTenant(actor, input.tenantId, 'departments');
   const deptName = trimmedName(input.deptName);
   const { tenantId } = actor;
   const status = input.status ?? '0';

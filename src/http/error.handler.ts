@@ -30,6 +30,9 @@ const SQLSTATE: Record<string, [AppError['status'], string]> = {
   '22007': [400, 'Invalid date'],
   '22008': [400, 'Invalid date'],
   '22P02': [400, 'Invalid value'],
+  // PostgreSQL text cannot hold U+0000; JSON and query strings can carry it.
+  '22021': [400, 'Text values must not contain the NUL character (\\u0000)'],
+  '22P05': [400, 'Text values must not contain the NUL character (\\u0000)'],
   // Only the tenant-code sequence has a maximum (999999).
   '2200H': [409, 'No more six-digit tenant codes are available'],
 };

@@ -3,7 +3,7 @@ import { Audit, Nullable, Status } from '../http/common.schema.js';
 
 const Code = Type.String({ pattern: '^[0-9]{6}$', description: 'Six-digit business code' });
 /** A real calendar date: 2025-02-30 is refused. */
-const Day = Type.String({ format: 'date', pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'YYYY-MM-DD' });
+const Day = Type.String({ format: 'date', pattern: '^(?!0000)\\d{4}-\\d{2}-\\d{2}$', description: 'YYYY-MM-DD, year 0001 or later' });
 const Quota = Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: 'Default 0' });
 const Rule = Nullable(Type.String({ maxLength: 2000, description: 'null when not configured' }));
 const NonBlank = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '\\S' });
@@ -99,7 +99,7 @@ export const TenantListQuery = Type.Object({
   tenantName: Type.Optional(Type.String({ maxLength: 50, description: 'Substring match' })),
   status: Type.Optional(Status),
   tenantParent: Type.Optional(Code),
-  pageNum: Type.Integer({ minimum: 1, default: 1 }),
+  pageNum: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 }),
   pageSize: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
 });
 

@@ -240,7 +240,7 @@ export async function createTenant(tx: Tx, caller: Caller, input: TenantCreate):
 
   if (input.username !== undefined && input.password !== undefined) {
     const actor = { tenantId: created.tenantId, userName: caller.userName };
-    const deptId = await createDept(tx, actor, { parentId: 0, deptName: input.companyName.trim().slice(0, 30) });
+    const deptId = await createDept(tx, actor, { parentId: 0, deptName: [...input.companyName.trim()].slice(0, 30).join('') });
     await createUser(tx, actor, { userName: input.username, password: input.password, roles: ['admin'], deptId, nickName: input.username });
   }
   return created.id;

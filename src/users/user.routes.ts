@@ -55,7 +55,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
       schema: { tags, params: IdParam, response: responses(Type.Ref('User'), [400, ...AUTHED, 404]) },
     },
     async (request) => {
-      const id = parseId(request.params.id);
+      const id = parseId(request.params.id, 'User');
       const user = await getUser(sql, request.caller.tenantId, id);
       assert(user, 404, `User ${id} not found`);
       return user;
@@ -69,7 +69,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
       schema: { tags, params: IdsParam, response: responses(Type.Null(), [400, ...AUTHED, 404, 409]) },
     },
     async (request) => {
-      const ids = parseIds(request.params.ids);
+      const ids = parseIds(request.params.ids, 'User');
       await sql.begin((tx) => deleteUsers(tx, request.caller, ids));
       return null;
     },

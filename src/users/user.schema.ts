@@ -1,14 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Audit, DelFlag, Email, Nullable, Phone, Status } from '../http/common.schema.js';
+import { Audit, DelFlag, DelFlagInput, Email, EntityId, Nullable, Phone, Status } from '../http/common.schema.js';
 
 const AssignableRole = Type.Union([Type.Literal('admin'), Type.Literal('user')]);
 
 /** A user as read. The password never appears here, so it can never be serialised. */
 export const User = Type.Object(
   {
-    userId: Type.Integer({ minimum: 1 }),
+    userId: EntityId,
     tenantId: Type.String(),
-    deptId: Nullable(Type.Integer({ minimum: 1 })),
+    deptId: Nullable(EntityId),
     userName: Type.String({ minLength: 1, maxLength: 30, pattern: '^\\S+$', description: 'Unique among the tenant\'s live users' }),
     nickName: Type.String({ maxLength: 30 }),
     email: Nullable(Email),
@@ -29,6 +29,8 @@ const optional = Type.Object({
   email: Type.Optional(User.properties.email),
   phonenumber: Type.Optional(User.properties.phonenumber),
   status: Type.Optional(Status),
+  delFlag: Type.Optional(DelFlagInput),
+  tenantId: Type.Optional(Type.String({ pattern: '^[0-9]{6}$', description: "Must be the caller's tenant when sent" })),
 });
 const Roles = Type.Array(AssignableRole, { minItems: 1, maxItems: 1, description: '["admin"] or ["user"]' });
 
@@ -46,7 +48,7 @@ export const UserUpdate = Type.Composite([
 ]);
 
 export const UserListQuery = Type.Object({
-  deptId: Type.Optional(Type.Integer({ minimum: 1 })),
+  deptId: Type.Optional(EntityId),
   userName: Type.Optional(Type.String({ maxLength: 30, description: 'Substring match' })),
   status: Type.Optional(Status),
 });

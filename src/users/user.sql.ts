@@ -4,7 +4,7 @@ import { assert } from '../http/app.error.js';
 import { formatDateTime } from '../time.js';
 import { hashPassword } from '../auth/password.js';
 import { revokeUserSessions } from '../auth/auth.sql.js';
-import type { Actor } from '../auth/auth.plugin.js';
+import { assertOwnTenant, type Actor } from '../auth/auth.plugin.js';
 import { containing } from '../db/sql.helpers.js';
 import type { User, UserCreate, UserListQuery, UserUpdate } from './user.schema.js';
 
@@ -64,6 +64,7 @@ async function checkAccountQuota(tx: Tx, tenantId: string): Promise<void> {
 }
 
 export async function createUser(tx: Tx, actor: Actor, input: UserCreate): Promise<number> {
+  assertOwnTenant(actor, input.tenantId, 'users');
   const passwordHash = await hashPassword(input.password);
   await lockOrganisation(tx, actor.tenantId);
   await checkDept(tx, actor.tenantId, input.deptId);
@@ -86,6 +87,7 @@ async function currentRole(tx: Tx, tenantId: string, userId: number): Promise<st
 }
 
 export async function updateUser(tx: Tx, actor: Actor & { userId: number }, input: UserUpdate): Promise<void> {
+  assertOwnTenant(actor, input.tenantId, 'users');
   const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
   await lockOrganisation(tx, actor.tenantId);
   await currentRole(tx, actor.tenantId, input.userId);
