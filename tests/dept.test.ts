@@ -150,6 +150,24 @@ describe('create', () => {
   });
 });
 
+describe('times', () => {
+  it('are YYYY-MM-DD HH:mm:ss in the server time zone (TZ)', async () => {
+    const id = await create({});
+    const saved = process.env.TZ;
+    try {
+      process.env.TZ = 'UTC';
+      const utc = (await dept(id)).createTime as string;
+      process.env.TZ = 'Asia/Shanghai';
+      const shanghai = (await dept(id)).createTime as string;
+      const hours = (Date.parse(shanghai.replace(' ', 'T') + 'Z') - Date.parse(utc.replace(' ', 'T') + 'Z')) / 3_600_000;
+      expect(hours).toBe(8);
+    } finally {
+      if (saved === undefined) delete process.env.TZ;
+      else process.env.TZ = saved;
+    }
+  });
+});
+
 describe('get', () => {
   it.each(['abc', '0', '-1', '1.5', '12345678901234567890', '9223372036854775808'])('answers 400 for path id %s', async (id) => {
     const res = await admin.get(`/system/dept-api/${id}`);
