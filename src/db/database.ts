@@ -58,7 +58,10 @@ export async function openEmbedded(dataDir: string | undefined): Promise<Databas
   const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 1 });
   await server.start();
   const [host, port] = server.getServerConn().split(':');
-  const sql = connect(undefined, { host, port: Number(port), user: 'postgres', database: 'postgres', max: 1 });
+  // The one connection is kept for the life of the process: postgres.js would
+  // otherwise recycle it every 30-60 minutes, and the socket server admits the
+  // replacement only once the old connection has gone.
+  const sql = connect(undefined, { host, port: Number(port), user: 'postgres', database: 'postgres', max: 1, max_lifetime: null });
   return {
     sql,
     description: dataDir === undefined ? 'embedded PGlite (in memory)' : `embedded PGlite in ${dataDir}`,
