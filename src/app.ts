@@ -9,6 +9,7 @@ import { envelopePlugin } from './http/envelope.plugin.js';
 import { installErrorHandler } from './http/error.handler.js';
 import { buildValidator } from './http/validation.js';
 import { installJsonParser } from './http/json.parser.js';
+import { clientErrorHandler, frameworkErrors } from './http/framework.errors.js';
 import { dropEmptyQueryValues, requestId } from './http/request.hooks.js';
 import { successEnvelope } from './http/envelope.schema.js';
 import { authPlugin } from './auth/auth.plugin.js';
@@ -47,6 +48,8 @@ export async function buildApp({ sql, config, logger, logStream }: AppOptions): 
     requestIdHeader: false,
     genReqId: requestId,
     schemaController: { compilersFactory: { buildValidator } },
+    frameworkErrors,
+    clientErrorHandler,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Only JSON bodies are accepted; Fastify's default text/plain parser would let other types through to validation.

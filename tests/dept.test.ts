@@ -169,13 +169,13 @@ describe('times', () => {
 });
 
 describe('get', () => {
-  it.each(['abc', '0', '-1', '1.5', '12345678901234567890', '9223372036854775808'])('answers 400 for path id %s', async (id) => {
+  it.each(['abc', '0', '-1', '1.5', '12345678901234567890', '00000000000000000000'])('answers 400 for path id %s', async (id) => {
     const res = await admin.get(`/system/dept-api/${id}`);
     expect(res.status).toBe(400);
   });
 
   it('answers 404 naming the exact id for valid ids beyond 2^53, without rounding', async () => {
-    for (const id of ['9007199254740993', '1234567890123456789', '9223372036854775807']) {
+    for (const id of ['9007199254740993', '1234567890123456789', '9223372036854775807', '9223372036854775808']) {
       const res = await admin.get(`/system/dept-api/${id}`);
       expect(res.status).toBe(404);
       expect(res.body.msg).toContain(id);

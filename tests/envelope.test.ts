@@ -156,6 +156,54 @@ describe('envelope', () => {
     expect(res.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 
+  it('wraps a path with a broken percent-escape', async () => {
+    for (const url of ['/system/tenant-api/%E0%A4%A', '/system/user-api/%ZZ', '/nope/%']) {
+      const body = expectEnvelope(await raw({ method: 'GET', url, headers: auth() }), 400);
+      expect(body.msg).toMatch(/percent-escape/);
+    }
+  });
+
+  it('names the allowed values of an enumerated field, once', async () => {
+    const res = await raw({ method: 'POST', url: '/system/dept-api', headers: auth(), payload: { parentId: 0, deptName: 'e', status: '2' } });
+    const msg = expectEnvelope(res, 400).msg;
+    expect(msg).toBe('Invalid input: body.status must be one of "0", "1"');
+  });
+
+  it('wraps errors of the HTTP parser itself, on a real socket', async () => {
+    const { buildApp } = await import('../src/app.js');
+    const { connect } = await import('node:net');
+    const app = await buildApp({ sql: t.sql, config: { jwtSecret: undefined, tokenTtl: 60, logLevel: 'silent' }, logger: false });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (app.server.address() as { port: number }).port;
+    const send = (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () => socket.write(request));
+        let text = '';
+        socket.on('data', (d) => (text += d));
+        socket.on('end', () => resolve(text));
+        socket.on('error', reject);
+      });
+    try {
+      const cases: [string, number][] = [
+        [`GET /system/tenant-api/list?tenantName=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431],
+        ['GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n', 400],
+        ['FOO /healthz HTTP/1.1\r\nHost: x\r\n\r\n', 400],
+      ];
+      for (const [request, status] of cases) {
+        const response = await send(request);
+        const [head, body] = response.split('\r\n\r\n');
+        expect(head).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
+        expect(head).toMatch(/x-request-id: [0-9a-f-]{36}/i);
+        expect(head).toMatch(/content-type: application\/json/i);
+        const json = JSON.parse(body!);
+        expect(json).toMatchObject({ code: status, data: null });
+        expect(typeof json.msg).toBe('string');
+      }
+    } finally {
+      await app.close();
+    }
+  });
+
   it('echoes a client X-Request-Id', async () => {
     const res = await raw({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'trace-abc-123' } });
     expect(res.headers['x-request-id']).toBe('trace-abc-123');

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifySchemaValidationError } from 'fastify';
 import { AppError } from './app.error.js';
 
 /**
@@ -46,6 +46,34 @@ function isPgError(error: unknown): error is PgError {
   return error instanceof Error && error.name === 'PostgresError';
 }
 
+/**
+ * Ajv's errors as one sentence per field: "body.status must be one of "0",
+ * "1"". Alternatives (anyOf, const, enum, nullable) are folded into the
+ * field's line instead of repeated, and the field is always named.
+ */
+function describeValidation(errors: FastifySchemaValidationError[], context: string): string {
+  const fields = new Map<string, { messages: Set<string>; allowed: unknown[]; nullable: boolean }>();
+  for (const e of errors) {
+    if (e.keyword === 'anyOf' || e.keyword === 'oneOf') continue; // its branches say more
+    const path = `${context}${e.instancePath.replaceAll('/', '.')}`;
+    const field = fields.get(path) ?? { messages: new Set<string>(), allowed: [], nullable: false };
+    const params = e.params as { allowedValue?: unknown; allowedValues?: unknown[]; type?: string };
+    if (e.keyword === 'const') field.allowed.push(params.allowedValue);
+    else if (e.keyword === 'enum') field.allowed.push(...(params.allowedValues ?? []));
+    else if (e.keyword === 'type' && params.type === 'null') field.nullable = true;
+    else field.messages.add(e.message ?? 'is invalid');
+    fields.set(path, field);
+  }
+  return [...fields]
+    .map(([path, { messages, allowed, nullable }]) => {
+      const parts = [...messages];
+      if (allowed.length > 0) parts.push(`must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}`);
+      if (parts.length === 0) parts.push('must be null');
+      return `${path} ${parts.join(' or ')}${nullable && parts[0] !== 'must be null' ? ', or null' : ''}`;
+    })
+    .join('; ');
+}
+
 function classify(error: FastifyError | Error): [number, string] {
   if (error instanceof AppError) return [error.status, error.message];
   if (isPgError(error)) {
@@ -55,11 +83,7 @@ function classify(error: FastifyError | Error): [number, string] {
   }
   const fastifyError = error as FastifyError;
   if (fastifyError.validation) {
-    const where = fastifyError.validationContext ?? 'request';
-    const details = fastifyError.validation
-      .map((v) => `${where}${v.instancePath.replaceAll('/', '.') || ''} ${v.message ?? 'is invalid'}`)
-      .join('; ');
-    return [400, `Invalid input: ${details}`];
+    return [400, `Invalid input: ${describeValidation(fastifyError.validation, fastifyError.validationContext ?? 'request')}`];
   }
   switch (fastifyError.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':

@@ -1,20 +1,34 @@
 import { AppError } from './app.error.js';
 
 const INT8_MAX = 9_223_372_036_854_775_807n;
+const SAFE_MAX = BigInt(Number.MAX_SAFE_INTEGER);
 
 /**
- * Parses a path id of a department or user: a positive decimal integer that
- * fits PostgreSQL's int8 (DECISIONS §8; anything else is a 400). Such ids
- * come from sequences starting at 100, so one beyond 2^53 cannot exist: it
- * is answered "not found" at once rather than rounded to a JS number that
- * would name, or find, a different row.
+ * DECISIONS §8: a path id is a positive decimal integer of at most 19
+ * digits; anything else is a 400. A well-formed id that no row can have is
+ * simply not found (404), named as sent.
+ */
+function pathId(raw: string): bigint {
+  if (!/^[0-9]{1,19}$/.test(raw) || BigInt(raw) === 0n) {
+    throw new AppError(400, `The path id must be a positive decimal integer of at most 19 digits, got "${raw}"`);
+  }
+  return BigInt(raw);
+}
+
+/**
+ * A department or user id. Their sequences start at 100, so an id beyond
+ * 2^53 cannot exist: it is answered at once rather than rounded to a JS
+ * number that would name, or find, a different row.
  */
 export function parseId(raw: string, what: string): number {
-  if (!/^[0-9]{1,19}$/.test(raw) || BigInt(raw) === 0n || BigInt(raw) > INT8_MAX) {
-    throw new AppError(400, `The path id must be a positive 64-bit integer (at most 19 digits), got "${raw}"`);
-  }
-  if (BigInt(raw) > BigInt(Number.MAX_SAFE_INTEGER)) throw new AppError(404, `${what}(s) not found: ${raw}`);
+  if (pathId(raw) > SAFE_MAX) throw new AppError(404, `${what}(s) not found: ${raw}`);
   return Number(raw);
+}
+
+/** A tenant's internal id: a 19-digit snowflake, kept as text; beyond int8 it cannot exist. */
+export function parseInternalId(raw: string, what: string): string {
+  if (pathId(raw) > INT8_MAX) throw new AppError(404, `${what} ${raw} not found`);
+  return raw;
 }
 
 export const MAX_BATCH = 1000;

@@ -1,5 +1,6 @@
 import type { Db, Tx } from '../db/database.js';
 import { assert } from '../http/app.error.js';
+import { parseInternalId } from '../http/ids.js';
 import { formatDateTime } from '../time.js';
 import { isSuperadmin, type Caller } from '../auth/auth.plugin.js';
 import { PLATFORM_TENANT } from '../auth/auth.roles.js';
@@ -179,16 +180,11 @@ function assertMayChange(caller: Caller, target: { tenantId: string; ancestors: 
   );
 }
 
-const parseInternalId = (id: string) => {
-  assert(/^[0-9]{1,19}$/.test(id) && BigInt(id) > 0n && BigInt(id) <= 9_223_372_036_854_775_807n, 400, `id must be a positive integer of at most 19 digits, got "${id}"`);
-  return id;
-};
-
 // ---------------------------------------------------------------- reads
 
 export async function getTenant(sql: Db, caller: Caller, id: string): Promise<Tenant | undefined> {
   const [row] = await sql<TenantRow[]>`
-    SELECT ${COLUMNS(sql)} FROM sys_tenant t WHERE t.id = ${parseInternalId(id)}::bigint AND ${visibleTo(sql, caller)}`;
+    SELECT ${COLUMNS(sql)} FROM sys_tenant t WHERE t.id = ${parseInternalId(id, 'Tenant')}::bigint AND ${visibleTo(sql, caller)}`;
   return row && toTenant(row);
 }
 
@@ -250,7 +246,7 @@ export async function createTenant(tx: Tx, caller: Caller, input: TenantCreate):
 export async function updateTenant(tx: Tx, caller: Caller, input: TenantUpdate): Promise<void> {
   const [target] = await tx<{ tenantId: string; tenantParent: string | null; ancestors: string }[]>`
     SELECT t.tenant_id AS "tenantId", t.tenant_parent AS "tenantParent", t.ancestors FROM sys_tenant t
-    WHERE t.id = ${parseInternalId(input.id)}::bigint AND ${visibleTo(tx, caller)}
+    WHERE t.id = ${parseInternalId(input.id, 'Tenant')}::bigint AND ${visibleTo(tx, caller)}
     FOR UPDATE`;
   assert(target, 404, `Tenant ${input.id} not found`);
   assertMayChange(caller, target, 'updated');
@@ -269,7 +265,7 @@ export async function updateTenant(tx: Tx, caller: Caller, input: TenantUpdate):
 export async function deleteTenant(tx: Tx, caller: Caller, id: string): Promise<void> {
   const [target] = await tx<{ tenantId: string; ancestors: string }[]>`
     SELECT t.tenant_id AS "tenantId", t.ancestors FROM sys_tenant t
-    WHERE t.id = ${parseInternalId(id)}::bigint AND ${visibleTo(tx, caller)}
+    WHERE t.id = ${parseInternalId(id, 'Tenant')}::bigint AND ${visibleTo(tx, caller)}
     FOR UPDATE`;
   assert(target, 404, `Tenant ${id} not found`);
   assertMayChange(caller, target, 'deleted');
