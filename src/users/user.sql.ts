@@ -78,19 +78,28 @@ export async function createUser(tx: Tx, actor: Actor, input: UserCreate): Promi
 }
 
 /** The platform's superadmin account is managed at bootstrap, never through this API. */
-async function currentRole(tx: Tx, tenantId: string, userId: number): Promise<string> {
-  const [row] = await tx<{ role: string }[]>`
-    SELECT role FROM sys_user WHERE tenant_id = ${tenantId} AND user_id = ${userId} AND del_flag = '0' FOR UPDATE`;
-  assert(row, 404, `User ${userId} not found`);
-  assert(row.role !== 'superadmin', 403, `User ${userId} is the superadmin account and cannot be changed through the API`);
-  return row.role;
+/**
+ * Locks the live users about to change, in one read however many there are.
+ * The first id (in the order given) that is not a live user of the tenant
+ * answers 404; the superadmin account answers 403.
+ */
+async function lockChangeableUsers(tx: Tx, tenantId: string, userIds: number[]): Promise<void> {
+  const rows = await tx<{ userId: number; role: string }[]>`
+    SELECT user_id AS "userId", role FROM sys_user
+    WHERE tenant_id = ${tenantId} AND user_id = ANY(${userIds}::bigint[]) AND del_flag = '0'
+    FOR UPDATE`;
+  const roles = new Map(rows.map((r) => [r.userId, r.role]));
+  for (const userId of userIds) {
+    assert(roles.has(userId), 404, `User ${userId} not found`);
+    assert(roles.get(userId) !== 'superadmin', 403, `User ${userId} is the superadmin account and cannot be changed through the API`);
+  }
 }
 
 export async function updateUser(tx: Tx, actor: Actor & { userId: number }, input: UserUpdate): Promise<void> {
   assertOwnTenant(actor, input.tenantId, 'users');
   const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
   await lockOrganisation(tx, actor.tenantId);
-  await currentRole(tx, actor.tenantId, input.userId);
+  await lockChangeableUsers(tx, actor.tenantId, [input.userId]);
   await checkDept(tx, actor.tenantId, input.deptId);
   await tx`
     UPDATE sys_user SET
@@ -105,7 +114,7 @@ export async function updateUser(tx: Tx, actor: Actor & { userId: number }, inpu
 export async function deleteUsers(tx: Tx, actor: Actor & { userId: number }, ids: number[]): Promise<void> {
   assert(!ids.includes(actor.userId), 409, 'You cannot delete your own account');
   await lockOrganisation(tx, actor.tenantId);
-  for (const id of ids) await currentRole(tx, actor.tenantId, id);
+  await lockChangeableUsers(tx, actor.tenantId, ids);
   await tx`
     UPDATE sys_user SET del_flag = '2', update_by = ${actor.userName}, update_time = now()
     WHERE tenant_id = ${actor.tenantId} AND user_id = ANY(${ids}::bigint[])`;
