@@ -13,12 +13,12 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
   }));
   app.get(
     '/readyz',
-    { config: { public: true }, schema: { tags: ['health'], security: [], response: responses(Health, []) } },
+    { config: { public: true }, schema: { tags: ['health'], security: [], response: responses(Health, [503]) } },
     async () => {
       try {
         await sql`SELECT 1`;
       } catch {
-        throw new AppError(503 as never, 'Database unavailable');
+        throw new AppError(503, 'Database unavailable');
       }
       return { status: 'ready' };
     },

@@ -1,4 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
+import type { AppError } from './app.error.js';
 
 // Routes declare the schema of `data` for 200; the onSend hook wraps it in
 // {code, msg, data}. Error statuses are declared with the full envelope
@@ -21,12 +22,12 @@ export function successEnvelope(data: TSchema) {
   });
 }
 
-type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 429;
+type ErrorStatus = AppError['status'] | 500;
 
 /** The `response` map of a route: its 200 data schema plus every failure it can answer. */
 export function responses(data: TSchema, errors: ErrorStatus[]) {
   const map: Record<number, TSchema> = { 200: data };
-  for (const status of [...new Set<ErrorStatus>([...errors, 500 as ErrorStatus])]) {
+  for (const status of [...new Set<ErrorStatus>([...errors, 500])]) {
     map[status] = Type.Ref('ErrorEnvelope');
   }
   return map;
