@@ -19,10 +19,13 @@ import { deptRoutes } from './depts/dept.routes.js';
 import { userRoutes } from './users/user.routes.js';
 import { tenantRoutes } from './tenants/tenant.routes.js';
 import { healthRoutes } from './health.routes.js';
+import { auditPlugin, type AuditOptions } from './audit/audit.plugin.js';
 
 export interface AppOptions {
   sql: Sql;
-  config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'>;
+  config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'> & Partial<Pick<Config, 'auditRetentionDays'>>;
+  /** Audit feed internals (notification mode, stream timings); tests set them. */
+  audit?: AuditOptions;
   /** false: no logging (tests). Otherwise pino at config.logLevel, to stdout or to logStream. */
   logger?: false;
   logStream?: NodeJS.WritableStream;
@@ -33,7 +36,7 @@ export interface AppOptions {
  * listens, the tests inject. Registration order: external plugins, then our
  * cross-cutting plugins, then one route plugin per resource.
  */
-export async function buildApp({ sql, config, logger, logStream }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ sql, config, logger, logStream, audit }: AppOptions): Promise<FastifyInstance> {
   const loggerOptions: FastifyServerOptions['logger'] = {
     level: config.logLevel,
     // Tokens travel only in this header; passwords only in bodies, which are never logged.
@@ -68,9 +71,9 @@ export async function buildApp({ sql, config, logger, logStream }: AppOptions): 
       security: [{ bearer: [] }],
     },
     // Handlers return `data`; the wire carries it inside the envelope, so the document says so.
-    transform: ({ schema, url }) => {
+    transform: ({ schema, url, route }) => {
       const response = schema?.response as Record<string, unknown> | undefined;
-      if (!response?.['200']) return { schema, url };
+      if (!response?.['200'] || route.config?.rawResponse) return { schema, url };
       return { schema: { ...schema, response: { ...response, 200: successEnvelope(response['200'] as never) } }, url };
     },
   });
@@ -89,5 +92,6 @@ export async function buildApp({ sql, config, logger, logStream }: AppOptions): 
   await app.register(deptRoutes, { sql, prefix: '/system/dept-api' });
   await app.register(userRoutes, { sql, prefix: '/system/user-api' });
   await app.register(tenantRoutes, { sql, prefix: '/system/tenant-api' });
+  await app.register(auditPlugin, { sql, audit: { retentionDays: config.auditRetentionDays, ...audit } });
   return app;
 }

@@ -13,6 +13,8 @@ export interface Config {
   /** Token lifetime in seconds. */
   tokenTtl: number;
   logLevel: string;
+  /** Audit records older than this many days are purged. */
+  auditRetentionDays: number;
 }
 
 export class ConfigError extends Error {}
@@ -67,5 +69,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jwtSecret,
     tokenTtl: integer(env, 'TOKEN_TTL', 7200, 1, 31_536_000),
     logLevel,
+    auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, 1, 36_500),
   };
 }

@@ -19,6 +19,7 @@ const ADMIN = [
   'system:tenant:add',
   'system:tenant:edit',
   'system:tenant:remove',
+  'monitor:operlog:list',
 ];
 
 export const PERMISSIONS: Record<Role, readonly string[]> = {

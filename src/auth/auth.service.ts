@@ -1,4 +1,6 @@
-import type { Db } from '../db/database.js';
+import type { Db, Sql, Tx } from '../db/database.js';
+import { recordAudit } from '../audit/audit.record.js';
+import type { Actor, Caller } from './auth.plugin.js';
 import { AppError } from '../http/app.error.js';
 import { today } from '../time.js';
 import {
@@ -8,6 +10,7 @@ import {
   findLoginAccount,
   lockedMinutes,
   recordLoginFailure,
+  revokeSession,
 } from './auth.sql.js';
 import { DUMMY_HASH, verifyPassword } from './password.js';
 
@@ -20,12 +23,43 @@ export interface LoginInput {
 /** One message for unknown tenant, unknown user and wrong password: a caller cannot tell which. */
 const BAD_CREDENTIALS = 'Invalid tenant, username or password';
 
+type RequestContext = Pick<Actor, 'requestId' | 'ip'>;
+
 /**
- * Checks a login and opens a session. Order matters: the lock is checked
- * before the password (a locked account learns nothing), and the account's
- * state only after the password (a stranger learns nothing about it).
+ * Checks a login and opens a session, with its audit record in the same
+ * transaction. Every refusal (401, 403, 429) is recorded too, on its own:
+ * the request fails, but its record must still be written.
  */
-export async function login(sql: Db, input: LoginInput, ttlSeconds: number) {
+export async function login(sql: Sql, input: LoginInput, ttlSeconds: number, context: RequestContext = {}) {
+  const account = await checkLogin(sql, input).catch(async (err: unknown) => {
+    if (err instanceof AppError) {
+      const attempted = { tenantId: input.tenantId, userName: input.username, ...context };
+      const changes = { status: err.status, reason: err.message };
+      await recordAudit(sql, attempted, [{ action: 'auth.login_failed', entityType: 'session', entityId: '', changes }]);
+    }
+    throw err;
+  });
+  return sql.begin(async (tx) => {
+    await clearLoginFailures(tx, input.tenantId, input.username);
+    const sessionId = await createSession(tx, account.tenantId, account.userId, ttlSeconds);
+    const actor = { tenantId: account.tenantId, userName: account.userName, ...context };
+    await recordAudit(tx, actor, [{ action: 'auth.login', entityType: 'session', entityId: sessionId, changes: { userId: account.userId } }]);
+    return { account, sessionId };
+  });
+}
+
+/** Logout: the presented token's session is revoked, and recorded. */
+export async function logout(tx: Tx, actor: Caller & Actor): Promise<void> {
+  await revokeSession(tx, actor.tenantId, actor.sessionId);
+  await recordAudit(tx, actor, [{ action: 'auth.logout', entityType: 'session', entityId: actor.sessionId, changes: { userId: actor.userId } }]);
+}
+
+/**
+ * Order matters: the lock is checked before the password (a locked account
+ * learns nothing), and the account's state only after the password (a
+ * stranger learns nothing about it).
+ */
+async function checkLogin(sql: Db, input: LoginInput) {
   const minutes = await lockedMinutes(sql, input.tenantId, input.username);
   if (minutes > 0) {
     throw new AppError(429, `Too many failed logins for this account; try again in ${minutes} minute(s)`);
@@ -38,9 +72,7 @@ export async function login(sql: Db, input: LoginInput, ttlSeconds: number) {
   }
   const problem = accountProblem(account, today());
   if (problem) throw new AppError(403, `Login refused: ${problem}`);
-  await clearLoginFailures(sql, input.tenantId, input.username);
-  const sessionId = await createSession(sql, account.tenantId, account.userId, ttlSeconds);
-  return { account, sessionId };
+  return account;
 }
 
 export async function me(sql: Db, tenantId: string, userId: number) {

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { Sql } from '../db/database.js';
 import { assert } from '../http/app.error.js';
 import { IdParam, IdsParam } from '../http/common.schema.js';
+import { requestActor } from '../audit/audit.record.js';
 import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { parseId, parseIds } from '../http/ids.js';
 import { Dept, DeptCreate, DeptList, DeptListQuery, DeptNode, DeptTree, DeptUpdate } from './dept.schema.js';
@@ -22,7 +23,7 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
       schema: { tags, body: DeptCreate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 409]) },
     },
     async (request, reply) => {
-      const deptId = await sql.begin((tx) => createDept(tx, request.caller, request.body));
+      const deptId = await sql.begin((tx) => createDept(tx, requestActor(request), request.body));
       // The contract's data is null; the new id travels in Location.
       reply.header('location', `/system/dept-api/${deptId}`);
       return null;
@@ -36,7 +37,7 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
       schema: { tags, body: DeptUpdate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]) },
     },
     async (request) => {
-      await sql.begin((tx) => updateDept(tx, request.caller, request.body));
+      await sql.begin((tx) => updateDept(tx, requestActor(request), request.body));
       return null;
     },
   );
@@ -90,7 +91,7 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
     },
     async (request) => {
       const ids = parseIds(request.params.ids, 'Department');
-      await sql.begin((tx) => deleteDepts(tx, request.caller, ids));
+      await sql.begin((tx) => deleteDepts(tx, requestActor(request), ids));
       return null;
     },
   );

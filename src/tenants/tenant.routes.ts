@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { Sql } from '../db/database.js';
 import { assert } from '../http/app.error.js';
 import { IdParam } from '../http/common.schema.js';
+import { requestActor } from '../audit/audit.record.js';
 import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { Tenant, TenantCreate, TenantListQuery, TenantPage, TenantUpdate } from './tenant.schema.js';
 import { createTenant, deleteTenant, getTenant, listTenants, updateTenant } from './tenant.sql.js';
@@ -20,7 +21,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
       schema: { tags, body: TenantCreate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 409]) },
     },
     async (request, reply) => {
-      const id = await sql.begin((tx) => createTenant(tx, request.caller, request.body));
+      const id = await sql.begin((tx) => createTenant(tx, requestActor(request), request.body));
       reply.header('location', `/system/tenant-api/${id}`);
       return null;
     },
@@ -33,7 +34,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
       schema: { tags, body: TenantUpdate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]) },
     },
     async (request) => {
-      await sql.begin((tx) => updateTenant(tx, request.caller, request.body));
+      await sql.begin((tx) => updateTenant(tx, requestActor(request), request.body));
       return null;
     },
   );
@@ -67,7 +68,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
       schema: { tags, params: IdParam, response: responses(Type.Null(), [400, ...AUTHED, 404, 409]) },
     },
     async (request) => {
-      await sql.begin((tx) => deleteTenant(tx, request.caller, request.params.id));
+      await sql.begin((tx) => deleteTenant(tx, requestActor(request), request.params.id));
       return null;
     },
   );

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { Sql } from '../db/database.js';
 import { assert } from '../http/app.error.js';
 import { IdParam, IdsParam } from '../http/common.schema.js';
+import { requestActor } from '../audit/audit.record.js';
 import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { parseId, parseIds } from '../http/ids.js';
 import { User, UserCreate, UserListQuery, UserUpdate } from './user.schema.js';
@@ -21,7 +22,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
       schema: { tags, body: UserCreate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 409]) },
     },
     async (request, reply) => {
-      const userId = await sql.begin((tx) => createUser(tx, request.caller, request.body));
+      const userId = await sql.begin((tx) => createUser(tx, requestActor(request), request.body));
       reply.header('location', `/system/user-api/${userId}`);
       return null;
     },
@@ -34,7 +35,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
       schema: { tags, body: UserUpdate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]) },
     },
     async (request) => {
-      await sql.begin((tx) => updateUser(tx, request.caller, request.body));
+      await sql.begin((tx) => updateUser(tx, requestActor(request), request.body));
       return null;
     },
   );
@@ -70,7 +71,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
     },
     async (request) => {
       const ids = parseIds(request.params.ids, 'User');
-      await sql.begin((tx) => deleteUsers(tx, request.caller, ids));
+      await sql.begin((tx) => deleteUsers(tx, requestActor(request), ids));
       return null;
     },
   );
