@@ -19,6 +19,13 @@ export interface AuditOptions {
   stream?: Partial<StreamOptions>;
 }
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The open audit streams of this node (their count is worth a metric). */
+    auditStreams: AuditStreams;
+  }
+}
+
 const PURGE_INTERVAL_MS = 6 * 60 * 60 * 1000;
 
 /**
@@ -34,6 +41,7 @@ export const auditPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; aud
   const feed = new AuditFeed(sql, notify, app.log);
   await feed.start();
   const streams = new AuditStreams(sql, feed, { ...STREAM_DEFAULTS, ...options.stream }, app.log);
+  app.decorate('auditStreams', streams);
 
   // Records are written with no position; give them one once the request's transaction has committed.
   app.addHook('onResponse', async (request) => {

@@ -95,7 +95,7 @@ export async function recordAudit(db: Db, actor: Actor, entries: AuditEntry[]): 
   await db`
     INSERT INTO audit_log (tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, request_id, ip, changes)
     SELECT r.tenant_id, r.user_name, r.user_tenant_id, r.action, r.entity_type, r.entity_id, r.request_id, r.ip, r.changes
-    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
+    FROM jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) AS r(
       tenant_id text, user_name text, user_tenant_id text, action text, entity_type text, entity_id text,
       request_id text, ip text, changes jsonb)`;
 }

@@ -77,7 +77,7 @@ const COLUMNS = (sql: Db) => sql`
   t.catalog_zr AS "catalogZr", t.catalog_pf AS "catalogPf", t.catalog_ed AS "catalogEd", t.catalog_rw AS "catalogRw",
   t.create_by AS "createBy", t.create_time AS "createTime", t.update_by AS "updateBy", t.update_time AS "updateTime"`;
 
-/** The row for the audit record; the 19-digit id as text, since a JSON number would lose digits. */
+/** The row `t` for the audit record; the 19-digit id as text, since a JSON number would lose digits. */
 const IMAGE = (sql: Db) => sql`to_jsonb(t) || jsonb_build_object('id', t.id::text) AS image`;
 
 const toTenant = (r: TenantRow): Tenant => ({
@@ -229,13 +229,13 @@ export async function createTenant(tx: Tx, caller: Caller & Actor, input: Tenant
   }
   const columns = writableColumns(input);
   const [row] = await tx<{ id: string; tenantId: string; image: RowImage }[]>`
-    INSERT INTO sys_tenant AS t ${tx({
+    INSERT INTO sys_tenant ${tx({
       ...columns,
       tenant_parent: parent.tenantId,
       ancestors: parent.ancestors === '' ? parent.tenantId : `${parent.ancestors},${parent.tenantId}`,
       create_by: caller.userName,
     })}
-    RETURNING id::text AS id, tenant_id AS "tenantId", ${IMAGE(tx)}`;
+    RETURNING id::text AS id, tenant_id AS "tenantId", to_jsonb(sys_tenant) || jsonb_build_object('id', id::text) AS image`;
   const created = row!;
   const changes = values(created.image);
   await recordAudit(tx, caller, [{ action: 'tenant.create', entityType: 'tenant', entityId: created.id, tenantId: created.tenantId, changes }]);
