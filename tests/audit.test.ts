@@ -169,7 +169,8 @@ describe('records of user writes', () => {
     expect(removed.records[0]).toMatchObject({ action: 'user.delete', entityId: String(userId) });
     expect(removed.records[0]!.changes).toMatchObject({ userName: 'alice', nickName: 'Alice C' });
 
-    const [{ hash }] = (await t.sql<{ hash: string }[]>`SELECT password_hash AS hash FROM sys_user WHERE tenant_id = ${tenantId} AND user_id = ${userId}`) as [{ hash: string }];
+    const [stored] = await t.sql<{ hash: string }[]>`SELECT password_hash AS hash FROM sys_user WHERE tenant_id = ${tenantId} AND user_id = ${userId}`;
+    const hash = stored!.hash;
     const api = JSON.stringify(await audit({ tenantId }));
     const table = await rawRows();
     for (const secret of [password, newPassword, 'Third-Password-3', hash, 'tenant-admin-pw']) {
@@ -386,7 +387,8 @@ describe('GET /system/audit-api/changes', () => {
 describe('retention', () => {
   it('purges records older than the retention period in batches, and keeps the rest', async () => {
     await t.root.get('/system/audit-api/list');
-    const [{ before }] = (await t.sql<{ before: number }[]>`SELECT count(*) AS before FROM audit_log`) as [{ before: number }];
+    const count = async () => (await t.sql<{ n: number }[]>`SELECT count(*) AS n FROM audit_log`)[0]!.n;
+    const before = await count();
     // Old records as the sequencer would have left them, positions above every real one.
     await t.sql`
       INSERT INTO audit_log (position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, changes)
@@ -399,8 +401,7 @@ describe('retention', () => {
     const left = await t.sql<{ userName: string }[]>`SELECT user_name AS "userName" FROM audit_log WHERE user_name IN ('old', 'recent')`;
     expect(left.map((r) => r.userName)).toEqual(['recent']);
     expect(await purgeAudit(t.sql, 200, 1000)).toBe(1);
-    const [{ after }] = (await t.sql<{ after: number }[]>`SELECT count(*) AS after FROM audit_log`) as [{ after: number }];
-    expect(after).toBe(before);
+    expect(await count()).toBe(before);
   });
 });
 
