@@ -62,7 +62,9 @@ export class AuditStreams {
     raw.writeHead(200, {
       ...(reply.getHeaders() as Record<string, string>),
       'content-type': 'text/event-stream; charset=utf-8',
-      connection: 'keep-alive',
+      // When the stream ends (shutdown, cut-off, revoked session) the connection goes with it, so an
+      // idle keep-alive socket cannot hold up the server's close.
+      connection: 'close',
       // Proxies such as nginx would otherwise hold events back in their buffers.
       'x-accel-buffering': 'no',
     });
