@@ -19,11 +19,12 @@ describe('loadConfig', () => {
       jwtSecret: undefined,
       tokenTtl: 7200,
       logLevel: 'info',
+      auditRetentionDays: 365,
     });
   });
 
   it('treats empty strings as unset', () => {
-    const env = { PORT: '', HOST: '', DATABASE_URL: '', DATA_DIR: '', ADMIN_PASSWORD: '', JWT_SECRET: '', TOKEN_TTL: '', LOG_LEVEL: '', TZ: '' };
+    const env = { PORT: '', HOST: '', DATABASE_URL: '', DATA_DIR: '', ADMIN_PASSWORD: '', JWT_SECRET: '', TOKEN_TTL: '', LOG_LEVEL: '', TZ: '', AUDIT_RETENTION_DAYS: '' };
     expect(loadConfig(env)).toEqual(loadConfig({}));
   });
 
@@ -38,6 +39,7 @@ describe('loadConfig', () => {
       TOKEN_TTL: '60',
       LOG_LEVEL: 'debug',
       TZ: 'Asia/Shanghai',
+      AUDIT_RETENTION_DAYS: '30',
     };
     expect(loadConfig(env)).toEqual({
       port: 3000,
@@ -48,11 +50,14 @@ describe('loadConfig', () => {
       jwtSecret: 's'.repeat(32),
       tokenTtl: 60,
       logLevel: 'debug',
+      auditRetentionDays: 30,
     });
     expect(loadConfig({ DATABASE_URL: 'postgres://localhost/x' }).databaseUrl).toBe('postgres://localhost/x');
     expect(loadConfig({ PORT: '0' }).port).toBe(0);
     expect(loadConfig({ PORT: '65535' }).port).toBe(65535);
     expect(loadConfig({ TOKEN_TTL: '1' }).tokenTtl).toBe(1);
+    expect(loadConfig({ AUDIT_RETENTION_DAYS: '1' }).auditRetentionDays).toBe(1);
+    expect(loadConfig({ AUDIT_RETENTION_DAYS: '36500' }).auditRetentionDays).toBe(36_500);
   });
 
   it.each([
@@ -69,6 +74,9 @@ describe('loadConfig', () => {
     ['ADMIN_PASSWORD', 'short'],
     ['ADMIN_PASSWORD', '1234567'],
     ['TZ', 'Mars/Base'],
+    ['AUDIT_RETENTION_DAYS', '0'],
+    ['AUDIT_RETENTION_DAYS', '36501'],
+    ['AUDIT_RETENTION_DAYS', 'forever'],
   ])('%s=%s throws a ConfigError naming the variable', (name, value) => {
     let thrown: unknown;
     try {

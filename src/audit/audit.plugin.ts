@@ -4,6 +4,7 @@ import type { Sql } from '../db/database.js';
 import { AuditFeed, type NotifyMode } from './audit.feed.js';
 import { auditRoutes } from './audit.routes.js';
 import { purgeAudit } from './audit.sql.js';
+import { auditSwitch } from './audit.record.js';
 import { AuditStreams, STREAM_DEFAULTS, type StreamOptions } from './audit.stream.js';
 
 export interface AuditOptions {
@@ -45,7 +46,7 @@ export const auditPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; aud
 
   // Records are written with no position; give them one once the request's transaction has committed.
   app.addHook('onResponse', async (request) => {
-    if (request.method !== 'GET' && request.method !== 'HEAD') feed.kick();
+    if (request.method !== 'GET' && request.method !== 'HEAD' && auditSwitch.enabled) feed.kick();
   });
 
   const retentionDays = options.retentionDays ?? 365;
