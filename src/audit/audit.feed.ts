@@ -28,6 +28,14 @@ function emitterFor(sql: Sql): EventEmitter {
   return emitter;
 }
 
+/** Waits for `work` at most `ms`; its failure is not ours to report here. */
+export async function within(ms: number, work: Promise<unknown> | null | undefined): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  await Promise.race([Promise.resolve(work).catch(() => {}), timeout]);
+  clearTimeout(timer);
+}
+
 export type NotifyMode = 'listen' | 'local';
 
 export class AuditFeed {
@@ -84,9 +92,10 @@ export class AuditFeed {
     })();
   }
 
+  /** Bounded: a database that stopped answering must not hold up shutdown (closing the pool ends LISTEN anyway). */
   async close(): Promise<void> {
     this.closed = true;
-    await this.running;
-    await this.unlisten?.().catch(() => {});
+    await within(2000, this.running);
+    await within(2000, this.unlisten?.());
   }
 }

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import type { Sql } from '../db/database.js';
-import { AuditFeed, type NotifyMode } from './audit.feed.js';
+import { AuditFeed, within, type NotifyMode } from './audit.feed.js';
 import { auditRoutes } from './audit.routes.js';
 import { purgeAudit } from './audit.sql.js';
 import { auditSwitch } from './audit.record.js';
@@ -63,7 +63,7 @@ export const auditPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; aud
   app.addHook('preClose', async () => streams.close());
   app.addHook('onClose', async () => {
     clearInterval(purgeTimer);
-    await purging;
+    await within(2000, purging);
     await feed.close();
   });
 

@@ -12,9 +12,12 @@ export interface StreamOptions {
   heartbeatMs: number;
   /** A client whose unsent output passes this many bytes is cut off instead of buffered further. */
   maxBufferedBytes: number;
+  /** A client that takes none of its pending output for this long is cut off. */
+  stallMs: number;
 }
 
-export const STREAM_DEFAULTS: StreamOptions = { heartbeatMs: 10_000, maxBufferedBytes: 1024 * 1024 };
+// The largest record (a tenant update replacing 10,000 menu ids) is well under 1 MiB.
+export const STREAM_DEFAULTS: StreamOptions = { heartbeatMs: 10_000, maxBufferedBytes: 1024 * 1024, stallMs: 30_000 };
 
 const PAGE = 200;
 
@@ -74,6 +77,8 @@ export class AuditStreams {
       client.closed = true;
       this.clients.delete(client);
     });
+    // Gone before we got here: 'close' has already fired and will not again.
+    if (!raw.socket || raw.socket.destroyed) return this.end(client, true);
     this.send(client, ': connected\n\n');
     void this.pump(client);
   }
@@ -105,6 +110,27 @@ export class AuditStreams {
     return true;
   }
 
+  /** True once the client's queued output has drained; false (and the client cut off) if it stalls or goes away. */
+  private drained(client: Client): Promise<boolean> {
+    return new Promise((resolve) => {
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        client.raw.off('drain', onDrain);
+        client.raw.off('close', onClose);
+        if (!ok && !client.closed) {
+          this.log.info({ buffered: client.raw.writableLength }, 'audit stream client stopped reading; disconnected');
+          this.end(client, true);
+        }
+        resolve(ok);
+      };
+      const onDrain = () => done(true);
+      const onClose = () => done(false);
+      const timer = setTimeout(() => done(false), this.options.stallMs);
+      client.raw.on('drain', onDrain);
+      client.raw.on('close', onClose);
+    });
+  }
+
   /** Sends everything after the client's cursor; a wake-up during a run makes it look once more. */
   private async pump(client: Client): Promise<void> {
     if (client.pumping) {
@@ -120,6 +146,8 @@ export class AuditStreams {
           for (const event of events) {
             if (!this.send(client, `id: ${event.id}\nevent: audit\ndata: ${JSON.stringify(event)}\n\n`)) return;
             client.cursor = event.id;
+            // Backpressure: no more until the client has taken what is queued.
+            if (client.raw.writableNeedDrain && !(await this.drained(client))) return;
           }
           if (events.length < PAGE) break;
         }
