@@ -39,3 +39,38 @@ CREATE TABLE audit_feed (
   last_position bigint  NOT NULL
 );
 INSERT INTO audit_feed (id, last_position) VALUES (1, 0);
+
+-- One sequencer run, in one round trip. VOLATILE matters: in READ COMMITTED
+-- each statement of a volatile function takes a fresh snapshot, so the
+-- UPDATE below sees every record committed before the lock was granted
+-- (including the positions of the previous run), never an older picture.
+CREATE FUNCTION audit_assign_positions(batch integer) RETURNS bigint
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  placed_count bigint;
+  last bigint;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM audit_log WHERE position IS NULL) THEN
+    RETURN NULL;
+  END IF;
+  PERFORM 1 FROM audit_feed WHERE id = 1 FOR UPDATE;
+  WITH todo AS (
+    SELECT seq, row_number() OVER (ORDER BY seq) AS n
+    FROM audit_log WHERE position IS NULL ORDER BY seq LIMIT batch
+  ),
+  placed AS (
+    UPDATE audit_log a SET position = f.last_position + todo.n
+    FROM todo, audit_feed f
+    WHERE f.id = 1 AND a.seq = todo.seq
+    RETURNING a.position
+  )
+  UPDATE audit_feed SET last_position = last_position + (SELECT count(*) FROM placed)
+  WHERE id = 1
+  RETURNING last_position, (SELECT count(*) FROM placed) INTO last, placed_count;
+  IF placed_count = 0 THEN
+    RETURN NULL;
+  END IF;
+  -- Delivered to every listening node when this transaction commits.
+  PERFORM pg_notify('audit_feed', last::text);
+  RETURN last;
+END $$;

@@ -5,7 +5,8 @@ import { assignPositions, FEED_CHANNEL } from './audit.sql.js';
 
 // How new positions reach readers. After every write request the node runs
 // the sequencer (audit.sql.ts assignPositions) in the background, coalesced:
-// at most one run at a time per node, and one more if asked meanwhile. A run
+// a kick schedules one run KICK_DELAY_MS later, so a burst of writes costs
+// one run, not one each; at most one run at a time per node. A run
 // that positions records announces it:
 // - on PostgreSQL with NOTIFY, which every node LISTENs to (postgres.js
 //   gives `sql.listen` its own connection), so streams on other nodes wake;
@@ -38,8 +39,12 @@ export async function within(ms: number, work: Promise<unknown> | null | undefin
 
 export type NotifyMode = 'listen' | 'local';
 
+/** Long enough to gather a burst of writes into one run, short against the stream's 1 s promise. */
+const KICK_DELAY_MS = 20;
+
 export class AuditFeed {
   private readonly emitter: EventEmitter;
+  private scheduled: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private again = false;
   private closed = false;
@@ -71,8 +76,16 @@ export class AuditFeed {
     if (last !== null) this.emitter.emit('positions');
   }
 
-  /** After a write: sequence soon, in the background; several kicks during one run give one more run. */
+  /** After a write: sequence soon, in the background; kicks close together share one run. */
   kick(): void {
+    if (this.closed || this.scheduled) return;
+    this.scheduled = setTimeout(() => {
+      this.scheduled = null;
+      this.run();
+    }, KICK_DELAY_MS);
+  }
+
+  private run(): void {
     if (this.closed) return;
     if (this.running) {
       this.again = true;
@@ -95,6 +108,7 @@ export class AuditFeed {
   /** Bounded: a database that stopped answering must not hold up shutdown (closing the pool ends LISTEN anyway). */
   async close(): Promise<void> {
     this.closed = true;
+    if (this.scheduled) clearTimeout(this.scheduled);
     await within(2000, this.running);
     await within(2000, this.unlisten?.());
   }

@@ -1,4 +1,4 @@
-import type { Db, Sql } from '../db/database.js';
+import type { Db } from '../db/database.js';
 import { containing } from '../db/sql.helpers.js';
 import { assert } from '../http/app.error.js';
 import { formatDateTimeMs } from '../time.js';
@@ -81,31 +81,13 @@ export async function changesAfter(sql: Db, viewer: Caller, after: string | unde
  * the writing transaction would not do: a transaction that took 7 can commit
  * after one that took 8, and a reader at 8 would never see 7.)
  *
- * Returns the last position handed out, or null when there was nothing to do.
+ * The channel it notifies on is FEED_CHANNEL. Returns the last position
+ * handed out, or null when there was nothing to do.
  */
-export async function assignPositions(sql: Sql, batch = 10_000): Promise<string | null> {
-  const [pending] = await sql<{ pending: boolean }[]>`SELECT EXISTS (SELECT 1 FROM audit_log WHERE position IS NULL) AS pending`;
-  if (!pending!.pending) return null;
-  return sql.begin(async (tx) => {
-    await tx`SELECT last_position FROM audit_feed WHERE id = 1 FOR UPDATE`;
-    const [done] = await tx<{ last: string; placed: number }[]>`
-      WITH todo AS (
-        SELECT seq, row_number() OVER (ORDER BY seq) AS n FROM audit_log WHERE position IS NULL ORDER BY seq LIMIT ${batch}
-      ),
-      placed AS (
-        UPDATE audit_log a SET position = f.last_position + todo.n
-        FROM todo, audit_feed f
-        WHERE f.id = 1 AND a.seq = todo.seq
-        RETURNING a.position
-      )
-      UPDATE audit_feed SET last_position = last_position + (SELECT count(*) FROM placed)
-      WHERE id = 1
-      RETURNING last_position::text AS last, (SELECT count(*) FROM placed) AS placed`;
-    if (done!.placed === 0) return null;
-    // Delivered to every listening node when this transaction commits.
-    await tx`SELECT pg_notify(${FEED_CHANNEL}, ${done!.last})`;
-    return done!.last;
-  });
+export async function assignPositions(sql: Db, batch = 10_000): Promise<string | null> {
+  // sql/004_audit.sql audit_assign_positions: lock, number, notify, in one round trip.
+  const [row] = await sql<{ last: string | null }[]>`SELECT audit_assign_positions(${batch})::text AS last`;
+  return row!.last;
 }
 
 /**
