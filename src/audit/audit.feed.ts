@@ -39,8 +39,8 @@ export async function within(ms: number, work: Promise<unknown> | null | undefin
 
 export type NotifyMode = 'listen' | 'local';
 
-/** Long enough to gather a burst of writes into one run, short against the stream's 1 s promise. */
-const KICK_DELAY_MS = 20;
+/** Long enough that a busy node runs the sequencer a few times a second, not once per write (its own commit is the cost); short against the stream's 1 s promise. */
+const KICK_DELAY_MS = 200;
 
 export class AuditFeed {
   private readonly emitter: EventEmitter;
