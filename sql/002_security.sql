@@ -4,7 +4,7 @@
 -- before the password is checked (src/auth/auth.sql.ts reserveLoginAttempt), so the row
 -- lock of one upsert serialises racing attempts on every node. Expired rows
 -- are purged a bounded batch at a time; this index finds them.
-CREATE INDEX login_lock_window_idx ON login_lock (window_start);
+CREATE INDEX IF NOT EXISTS login_lock_window_idx ON login_lock (window_start);
 
 -- The platform tenant was bootstrapped with contact_phone '', which the
 -- tenant schema refuses, so a GET of it could not be PUT back. '0' is the
