@@ -107,7 +107,7 @@ describe.each(suspensions)('suspension of A by $how reaches B and C', ({ suspend
 });
 
 describe('suspension details', () => {
-  it('an expiry that nobody wrote (the period simply ran out) refuses tokens at once', async () => {
+  it('an expiry that nobody wrote (the period simply ran out) refuses tokens at once; the update extending it does not revive them', async () => {
     const { a, c } = await chain();
     // Time passing is no API call: the end date is moved by SQL.
     await t.sql`UPDATE sys_tenant SET end_time = ${dayFromToday(-1)}::date WHERE tenant_id = ${a.tenant.tenantId}`;
@@ -115,6 +115,10 @@ describe('suspension details', () => {
     expect(res.status).toBe(401);
     expect(res.body.msg).toContain(a.tenant.tenantId);
     expect(res.body.msg).toMatch(/ended on/);
+
+    await change(t.root, a, { endTime: dayFromToday(30) });
+    await expectTokenRefused(c.admin);
+    expect((await (await t.login(c.tenant.tenantId, c.username, c.password)).get('/auth/me')).status).toBe(200);
   });
 
   it('with A and B both disabled, C\'s login names the nearest one, B', async () => {
