@@ -91,9 +91,9 @@ describe('lockout under concurrency', () => {
   describe.skipIf(!inject('databaseUrl'))('across two app instances on one PostgreSQL database', () => {
     let second: { db: Database; app: FastifyInstance };
     beforeAll(async () => {
-      const [{ name }] = await t.sql<{ name: string }[]>`SELECT current_database() AS name`;
+      const [row] = await t.sql<{ name: string }[]>`SELECT current_database() AS name`;
       const url = new URL(inject('databaseUrl'));
-      url.pathname = `/${name}`;
+      url.pathname = `/${row!.name}`;
       const db = openPostgres(url.toString(), 10);
       const app = await buildApp({ sql: db.sql, config: { jwtSecret: undefined, tokenTtl: 7200, logLevel: 'silent' }, logger: false });
       await app.ready();

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildTestApp, createUserAndLogin, type Client, type TestApp } from './support/app.js';
 import {
   dayFromToday,
@@ -168,12 +168,32 @@ describe('disable and delete revoke the sessions issued before', () => {
     const open = async (tenantId: string) =>
       (await t.sql<{ n: number }[]>`
         SELECT count(*)::int AS n FROM auth_session WHERE tenant_id = ${tenantId} AND revoked_at IS NULL AND expires_at > now()`)[0]!.n;
-    const [{ n: userOpen }] = await t.sql<{ n: number }[]>`
+    const [userOpen] = await t.sql<{ n: number }[]>`
       SELECT count(*)::int AS n FROM auth_session WHERE tenant_id = ${p.tenant.tenantId} AND user_id = ${user.userId} AND revoked_at IS NULL`;
-    expect(userOpen).toBe(0);
+    expect(userOpen!.n).toBe(0);
     expect(await open(p.tenant.tenantId)).toBeGreaterThan(0);
     expect((await t.root.delete(`${BASE}/${p.tenant.id}`)).status).toBe(200);
     expect(await open(p.tenant.tenantId)).toBe(0);
     await expectTokenRefused(p.admin);
+  });
+});
+
+describe.skipIf(!inject('databaseUrl'))('a login racing a disable', () => {
+  it('is refused (403) rather than issued a session on the state read before the disable', async () => {
+    const p = await provisionTenant(t, t.root);
+    const code = p.tenant.tenantId;
+    let attempt!: ReturnType<typeof loginAs>;
+    // What a tenant disable does (tenant.sql.ts updateTenant), held open while
+    // the login runs: lock the row, change it, revoke the sessions, commit.
+    await t.sql.begin(async (tx) => {
+      await tx`SELECT 1 FROM sys_tenant WHERE tenant_id = ${code} FOR UPDATE`;
+      attempt = loginAs(p);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await tx`UPDATE sys_tenant SET status = '1' WHERE tenant_id = ${code}`;
+      await tx`UPDATE auth_session SET revoked_at = now() WHERE tenant_id = ${code} AND revoked_at IS NULL`;
+    });
+    const res = await attempt;
+    expect(res.status, JSON.stringify(res.body)).toBe(403);
+    expect(res.body.msg).toMatch(/disabled/);
   });
 });

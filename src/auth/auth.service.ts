@@ -1,10 +1,11 @@
-import type { Db } from '../db/database.js';
+import type { Db, Sql } from '../db/database.js';
 import { AppError } from '../http/app.error.js';
 import {
   accountProblem,
   clearLoginFailures,
   createSession,
   findLoginAccount,
+  lockLoginAccount,
   purgeExpiredLoginLocks,
   reserveLoginAttempt,
 } from './auth.sql.js';
@@ -26,7 +27,7 @@ const BAD_CREDENTIALS = 'Invalid tenant, username or password';
  * state is looked at only after the password (a stranger learns nothing
  * about it). A right password frees the slots, whatever the account's state.
  */
-export async function login(sql: Db, input: LoginInput, ttlSeconds: number) {
+export async function login(sql: Sql, input: LoginInput, ttlSeconds: number) {
   const { lockedMinutes } = await reserveLoginAttempt(sql, input.tenantId, input.username);
   if (lockedMinutes > 0) {
     throw new AppError(429, `Too many failed logins for this account; try again in ${lockedMinutes} minute(s)`);
@@ -38,9 +39,12 @@ export async function login(sql: Db, input: LoginInput, ttlSeconds: number) {
     throw new AppError(401, BAD_CREDENTIALS);
   }
   await clearLoginFailures(sql, input.tenantId, input.username);
-  const problem = accountProblem(account);
-  if (problem) throw new AppError(403, `Login refused: ${problem}`);
-  const sessionId = await createSession(sql, account.tenantId, account.userId, ttlSeconds);
+  const sessionId = await sql.begin(async (tx) => {
+    const current = await lockLoginAccount(tx, account.tenantId, account.userId);
+    const problem = current ? accountProblem(current) : 'the user has been deleted';
+    if (problem) throw new AppError(403, `Login refused: ${problem}`);
+    return createSession(tx, account.tenantId, account.userId, ttlSeconds);
+  });
   return { account, sessionId };
 }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../db/database.js';
+import type { Db, Tx } from '../db/database.js';
 import type { Role } from './auth.roles.js';
 import { today } from '../time.js';
 
@@ -35,12 +35,12 @@ const PRINCIPAL = (sql: Db) => sql`
   b.tenant_id AS "blockingTenantId", b.name AS "blockingTenantName", b.del_flag AS "blockingDelFlag",
   b.status AS "blockingStatus", b.start_time::text AS "blockingStartTime", b.end_time::text AS "blockingEndTime"`;
 
-const BLOCKING_TENANT = (sql: Db) => sql`
+const BLOCKING_TENANT = (sql: Db, day = today()) => sql`
   LEFT JOIN LATERAL (
     SELECT a.tenant_id, coalesce(a.tenant_name, a.company_name) AS name, a.del_flag, a.status, a.start_time, a.end_time
     FROM sys_tenant a
     WHERE a.tenant_id = ANY (string_to_array(t.ancestors, ',') || t.tenant_id)
-      AND (a.del_flag <> '0' OR a.status <> '0' OR a.start_time > ${today()}::date OR a.end_time < ${today()}::date)
+      AND (a.del_flag <> '0' OR a.status <> '0' OR a.start_time > ${day}::date OR a.end_time < ${day}::date)
     ORDER BY array_position(string_to_array(t.ancestors, ',') || t.tenant_id, a.tenant_id) DESC
     LIMIT 1
   ) b ON true`;
@@ -82,6 +82,28 @@ export async function findLoginAccount(sql: Db, tenantId: string, userName: stri
 }
 
 /**
+ * The login's account again, inside the transaction that opens its session,
+ * after share-locking the user row and every tenant row of its chain. A
+ * disable or delete of any of them holds its row lock until it has committed
+ * (and revoked the sessions it ends), so a login racing it either finishes
+ * first, and its new session is then revoked, or waits and reads the new
+ * state: no session is ever issued on a state read before the disable.
+ */
+export async function lockLoginAccount(tx: Tx, tenantId: string, userId: number): Promise<Principal | undefined> {
+  await tx`SELECT 1 FROM sys_user WHERE tenant_id = ${tenantId} AND user_id = ${userId} FOR SHARE`;
+  await tx`
+    SELECT 1 FROM sys_tenant
+    WHERE tenant_id = ANY ((SELECT string_to_array(ancestors, ',') || tenant_id FROM sys_tenant WHERE tenant_id = ${tenantId})::text[])
+    FOR SHARE`;
+  const [row] = await tx<Principal[]>`
+    SELECT ${PRINCIPAL(tx)}
+    FROM sys_user u JOIN sys_tenant t ON t.tenant_id = u.tenant_id
+    ${BLOCKING_TENANT(tx)}
+    WHERE u.tenant_id = ${tenantId} AND u.user_id = ${userId}`;
+  return row;
+}
+
+/**
  * Looks up an unexpired session with its user and the state of its tenant
  * chain: one indexed query per request. A revoked session is returned too,
  * flagged, so its refusal can say why when the account is suspended.
@@ -113,7 +135,7 @@ export async function revokeSession(sql: Db, tenantId: string, sessionId: string
 
 /** After a password change every token the user holds stops working. */
 export async function revokeUserSessions(sql: Db, tenantId: string, userId: number): Promise<void> {
-  await sql`UPDATE auth_session SET revoked_at = now() WHERE tenant_id = ${tenantId} AND user_id = ${userId} AND revoked_at IS NULL`;
+  await revokeSessionsOfUsers(sql, tenantId, [userId]);
 }
 
 /** Disabling or deleting users: every token they hold stops working, for good (re-enabling does not revive it). */

@@ -1,14 +1,13 @@
 import type { Db, Tx } from '../db/database.js';
 import { assert } from '../http/app.error.js';
 import { parseInternalId } from '../http/ids.js';
-import { formatDateTime } from '../time.js';
+import { formatDateTime, today } from '../time.js';
 import { isSuperadmin, type Caller } from '../auth/auth.plugin.js';
 import { PLATFORM_TENANT } from '../auth/auth.roles.js';
 import { createDept } from '../depts/dept.sql.js';
 import { containing } from '../db/sql.helpers.js';
 import { createUser } from '../users/user.sql.js';
 import { revokeTenantSubtreeSessions } from '../auth/auth.sql.js';
-import { today } from '../time.js';
 import type { Tenant, TenantCreate, TenantListQuery, TenantUpdate } from './tenant.schema.js';
 
 export const MAX_MENU_IDS = 10_000;
