@@ -9,6 +9,7 @@ import { envelopePlugin } from './http/envelope.plugin.js';
 import { installErrorHandler } from './http/error.handler.js';
 import { buildValidator } from './http/validation.js';
 import { installJsonParser } from './http/json.parser.js';
+import { refuseInvalidQueryText } from './http/unicode.js';
 import { clientErrorHandler, frameworkErrors } from './http/framework.errors.js';
 import { dropEmptyQueryValues, requestId } from './http/request.hooks.js';
 import { successEnvelope } from './http/envelope.schema.js';
@@ -56,6 +57,7 @@ export async function buildApp({ sql, config, logger, logStream }: AppOptions): 
   app.removeContentTypeParser('text/plain');
   installJsonParser(app);
   dropEmptyQueryValues(app);
+  refuseInvalidQueryText(app);
 
   installErrorHandler(app);
   await app.register(envelopePlugin);
