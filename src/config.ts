@@ -13,6 +13,8 @@ export interface Config {
   /** Token lifetime in seconds. */
   tokenTtl: number;
   logLevel: string;
+  /** Origins allowed to call from a browser (CORS); undefined: CORS off, no CORS headers. */
+  corsOrigins: string[] | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -31,6 +33,25 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
 function text(env: NodeJS.ProcessEnv, name: string): string | undefined {
   const raw = env[name];
   return raw === undefined || raw === '' ? undefined : raw;
+}
+
+/** CORS_ORIGINS: comma-separated origins such as https://admin.example.com, or `*` for any. */
+function origins(env: NodeJS.ProcessEnv): string[] | undefined {
+  const raw = text(env, 'CORS_ORIGINS');
+  if (raw === undefined) return undefined;
+  const list = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  for (const entry of list) {
+    let origin: string | undefined;
+    try {
+      origin = new URL(entry).origin;
+    } catch {
+      origin = undefined;
+    }
+    if (entry !== '*' && origin !== entry) {
+      throw new ConfigError(`CORS_ORIGINS must list origins like https://admin.example.com (scheme, host, optional port; no path), got "${entry}"`);
+    }
+  }
+  return list.length > 0 ? list : undefined;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -67,5 +88,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jwtSecret,
     tokenTtl: integer(env, 'TOKEN_TTL', 7200, 1, 31_536_000),
     logLevel,
+    corsOrigins: origins(env),
   };
 }

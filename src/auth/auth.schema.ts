@@ -3,14 +3,14 @@ import { Type } from '@sinclair/typebox';
 export const LoginBody = Type.Object({
   tenantId: Type.String({ pattern: '^[0-9]{6}$', description: 'Six-digit tenant code' }),
   username: Type.String({ minLength: 1, maxLength: 30 }),
-  password: Type.String({ minLength: 1, maxLength: 128 }),
-});
+  password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true }),
+}, { $id: 'LoginBody' });
 
 export const LoginResult = Type.Object({
   access_token: Type.String(),
   token_type: Type.Literal('Bearer'),
   expires_in: Type.Integer({ description: 'Seconds' }),
-});
+}, { $id: 'LoginResult' });
 
 export const Me = Type.Object({
   user: Type.Object({
@@ -27,4 +27,4 @@ export const Me = Type.Object({
   }),
   roles: Type.Array(Type.String()),
   permissions: Type.Array(Type.String()),
-});
+}, { $id: 'Me' });

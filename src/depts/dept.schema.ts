@@ -33,10 +33,12 @@ const optionalWithDefaults = Type.Object({
 });
 
 /** POST body: DeptDTO without deptId, ancestors and audit fields. */
-export const DeptCreate = Type.Composite([Type.Pick(Dept, ['parentId', 'deptName']), optionalWithDefaults]);
+export const DeptCreate = Type.Composite([Type.Pick(Dept, ['parentId', 'deptName']), optionalWithDefaults], { $id: 'DeptCreate' });
 
 /** PUT body: a full replacement, so omitted optional fields return to their defaults. */
-export const DeptUpdate = Type.Composite([Type.Pick(Dept, ['deptId', 'parentId', 'deptName']), optionalWithDefaults]);
+export const DeptUpdate = Type.Composite([Type.Pick(Dept, ['deptId', 'parentId', 'deptName']), optionalWithDefaults], {
+  $id: 'DeptUpdate',
+});
 
 export const DeptListQuery = Type.Object({
   deptName: Type.Optional(Type.String({ maxLength: 30, description: 'Substring match' })),

@@ -1,4 +1,11 @@
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+
+/**
+ * A $ref to a shared schema (registered with app.addSchema), typed as that
+ * schema: the document then names it (Dept, TenantCreate, ...) instead of
+ * repeating it inline.
+ */
+export const RefTo = <T extends TSchema>(schema: T) => Type.Unsafe<Static<T>>(Type.Ref(schema.$id!));
 
 /** A field that may be sent or returned as null. */
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);

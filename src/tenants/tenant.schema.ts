@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Audit, Nullable, Status } from '../http/common.schema.js';
+import { Audit, Nullable, RefTo, Status } from '../http/common.schema.js';
 
 const Code = Type.String({ pattern: '^[0-9]{6}$', description: 'Six-digit business code' });
 /** A real calendar date: 2025-02-30 is refused. */
@@ -16,7 +16,7 @@ export const PackageBo = Type.Object({
     maxLength: 1024 * 1024,
     description: 'Positive integers separated by commas, spaces allowed; returned normalised ("1,2,3", duplicates dropped, order kept)',
   }),
-});
+}, { $id: 'PackageBo' });
 
 export const QuotaBo = Type.Object({
   enterpriseQuery: Quota,
@@ -29,7 +29,7 @@ export const QuotaBo = Type.Object({
   zr: Quota,
   credit: Quota,
   pf: Quota,
-});
+}, { $id: 'QuotaBo' });
 
 export const RuleBo = Type.Object({
   modelZr: Rule,
@@ -39,7 +39,7 @@ export const RuleBo = Type.Object({
   catalogPf: Rule,
   catalogEd: Rule,
   catalogRw: Rule,
-});
+}, { $id: 'RuleBo' });
 
 /** TenantDTO as read: every field, with packageBo, quotaBo and ruleBo always present. */
 export const Tenant = Type.Object(
@@ -55,9 +55,9 @@ export const Tenant = Type.Object(
     companyName: NonBlank(100),
     status: Status,
     accountCount: Type.Integer({ minimum: -1, maximum: 2_147_483_647, description: '-1 means unlimited' }),
-    packageBo: PackageBo,
-    quotaBo: QuotaBo,
-    ruleBo: RuleBo,
+    packageBo: RefTo(PackageBo),
+    quotaBo: RefTo(QuotaBo),
+    ruleBo: RefTo(RuleBo),
     ...Audit.properties,
   },
   { $id: 'Tenant' },
@@ -70,7 +70,7 @@ const optional = Type.Object({
   endTime: Type.Optional(Tenant.properties.endTime),
   status: Type.Optional(Status),
   accountCount: Type.Optional(Tenant.properties.accountCount),
-  packageBo: Type.Optional(Nullable(PackageBo)),
+  packageBo: Type.Optional(Nullable(RefTo(PackageBo))),
   quotaBo: Type.Optional(Nullable(Type.Partial(QuotaBo))),
   ruleBo: Type.Optional(Nullable(Type.Partial(RuleBo))),
 });
@@ -82,10 +82,12 @@ export const TenantCreate = Type.Composite([
   optional,
   Type.Object({
     tenantParent: Type.Optional(Code),
-    username: Type.Optional(Type.String({ minLength: 1, maxLength: 30, pattern: '^\\S+$', description: 'Write-only: the new tenant\'s admin' })),
-    password: Type.Optional(Type.String({ minLength: 8, maxLength: 128, description: 'Write-only' })),
+    username: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 30, pattern: '^\\S+$', writeOnly: true, description: 'Write-only: the new tenant\'s admin' }),
+    ),
+    password: Type.Optional(Type.String({ minLength: 8, maxLength: 128, writeOnly: true, description: 'Write-only' })),
   }),
-]);
+], { $id: 'TenantCreate' });
 
 /** PUT body: the full TenantDTO; tenantId and tenantParent may be repeated but never changed. */
 export const TenantUpdate = Type.Composite([
@@ -93,7 +95,7 @@ export const TenantUpdate = Type.Composite([
   required,
   optional,
   Type.Object({ tenantId: Type.Optional(Code), tenantParent: Type.Optional(Nullable(Code)) }),
-]);
+], { $id: 'TenantUpdate' });
 
 export const TenantListQuery = Type.Object({
   tenantName: Type.Optional(Type.String({ maxLength: 50, description: 'Substring match' })),
@@ -103,10 +105,13 @@ export const TenantListQuery = Type.Object({
   pageSize: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
 });
 
-export const TenantPage = Type.Object({
-  total: Type.Integer(),
-  rows: Type.Array(Type.Ref('Tenant')),
-});
+export const TenantPage = Type.Object(
+  {
+    total: Type.Integer(),
+    rows: Type.Array(Type.Ref('Tenant')),
+  },
+  { $id: 'TenantPage' },
+);
 
 export type Tenant = Static<typeof Tenant>;
 export type TenantCreate = Static<typeof TenantCreate>;

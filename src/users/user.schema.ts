@@ -21,7 +21,7 @@ export const User = Type.Object(
   { $id: 'User' },
 );
 
-const Password = Type.String({ minLength: 8, maxLength: 128, description: 'Write-only; stored as a salted scrypt hash' });
+const Password = Type.String({ minLength: 8, maxLength: 128, writeOnly: true, description: 'Write-only; stored as a salted scrypt hash' });
 
 const optional = Type.Object({
   deptId: Type.Optional(User.properties.deptId),
@@ -38,14 +38,14 @@ export const UserCreate = Type.Composite([
   Type.Pick(User, ['userName']),
   Type.Object({ roles: Roles, password: Password }),
   optional,
-]);
+], { $id: 'UserCreate' });
 
 /** Full replacement; the password changes only when sent, and then every token of the user is revoked. */
 export const UserUpdate = Type.Composite([
   Type.Pick(User, ['userId', 'userName']),
   Type.Object({ roles: Roles, password: Type.Optional(Password) }),
   optional,
-]);
+], { $id: 'UserUpdate' });
 
 export const UserListQuery = Type.Object({
   deptId: Type.Optional(EntityId),
