@@ -1,6 +1,8 @@
-// Configuration comes only from the environment (DECISIONS §9) and is checked
-// once at start-up, so a typo stops the process with the variable's name
-// instead of surfacing later as odd behaviour.
+// Configuration comes only from the environment (DECISIONS §9), optionally
+// completed by a .env file, and is checked once at start-up, so a typo stops
+// the process with the variable's name instead of surfacing later as odd
+// behaviour.
+import { existsSync } from 'node:fs';
 
 export interface Config {
   port: number;
@@ -18,6 +20,17 @@ export interface Config {
 }
 
 export class ConfigError extends Error {}
+
+/**
+ * Reads `.env` from the working directory when there is one. A variable
+ * already in the environment wins over the file, even when set to "", so a
+ * deployment's real settings can never be replaced by a stray file.
+ */
+export function loadEnvFile(path = '.env'): boolean {
+  if (!existsSync(path)) return false;
+  process.loadEnvFile(path);
+  return true;
+}
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 

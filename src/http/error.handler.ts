@@ -108,7 +108,8 @@ export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     const [status, msg] = classify(error);
     if (status >= 500) request.log.error({ err: error }, 'request failed');
-    else request.log.info({ status, msg }, 'request refused');
+    // `reason`, not `msg`: pino's own msg key would be written twice and jq would keep only one.
+    else request.log.info({ status, reason: msg }, 'request refused');
     return reply.code(status).send({ code: status, msg: status >= 500 ? `${msg} (request id ${request.id})` : msg, data: null });
   });
 }
