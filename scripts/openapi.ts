@@ -8,12 +8,13 @@ import { writeFileSync } from 'node:fs';
 import { buildApp } from '../src/app.js';
 import { openEmbedded } from '../src/db/database.js';
 import { migrate } from '../src/db/migrate.js';
+import { DEFAULT_TOKEN_TTL } from '../src/limits.js';
 
 const out = process.argv[2] ?? 'openapi.json';
 const db = await openEmbedded(undefined);
 try {
   await migrate(db.sql);
-  const app = await buildApp({ sql: db.sql, config: { jwtSecret: 'x'.repeat(32), tokenTtl: 7200, logLevel: 'silent' }, logger: false });
+  const app = await buildApp({ sql: db.sql, config: { jwtSecret: 'x'.repeat(32), tokenTtl: DEFAULT_TOKEN_TTL, logLevel: 'silent' }, logger: false });
   await app.ready();
   const document = app.swagger() as { paths?: Record<string, Record<string, Operation>> };
   await app.close();
@@ -38,7 +39,9 @@ try {
     for (const p of problems) console.error(`  - ${p}`);
     process.exitCode = 1;
   } else {
-    console.log(`OpenAPI document written to ${out}: ${Object.keys(document.paths ?? {}).length} paths, every operation named, summarised and tagged`);
+    console.log(
+      `OpenAPI document written to ${out}: ${Object.keys(document.paths ?? {}).length} paths, every operation named, summarised and tagged`,
+    );
   }
 } finally {
   await db.close();

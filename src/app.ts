@@ -18,6 +18,7 @@ import { deptRoutes } from './depts/dept.routes.js';
 import { userRoutes } from './users/user.routes.js';
 import { tenantRoutes } from './tenants/tenant.routes.js';
 import { healthRoutes } from './health.routes.js';
+import { BODY_LIMIT_BYTES, MAX_PATH_PARAM } from './limits.js';
 
 export interface AppOptions {
   sql: Sql;
@@ -41,10 +42,10 @@ export async function buildApp({ sql, config, logger, logStream }: AppOptions): 
   };
   const app = Fastify({
     logger: logger ?? loggerOptions,
-    bodyLimit: 1024 * 1024,
-    // A batch delete path carries up to 1000 ids of up to 19 digits each.
+    bodyLimit: BODY_LIMIT_BYTES,
+    // A batch delete path carries up to MAX_BATCH_IDS ids of up to 19 digits each.
     // The document names paths without a trailing slash (POST /system/dept-api); the slash form still routes.
-    routerOptions: { maxParamLength: 20_000, ignoreTrailingSlash: true },
+    routerOptions: { maxParamLength: MAX_PATH_PARAM, ignoreTrailingSlash: true },
     requestIdHeader: false,
     genReqId: requestId,
     schemaController: { compilersFactory: { buildValidator } },

@@ -3,6 +3,7 @@
 // the process with the variable's name instead of surfacing later as odd
 // behaviour.
 import { existsSync } from 'node:fs';
+import { DEFAULT_TOKEN_TTL } from './limits.js';
 
 export interface Config {
   port: number;
@@ -99,7 +100,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: text(env, 'DATA_DIR') ?? './data',
     adminPassword,
     jwtSecret,
-    tokenTtl: integer(env, 'TOKEN_TTL', 7200, 1, 31_536_000),
+    tokenTtl: integer(env, 'TOKEN_TTL', DEFAULT_TOKEN_TTL, 1, 31_536_000),
     logLevel,
     corsOrigins: origins(env),
   };

@@ -40,7 +40,11 @@ describe('security headers', () => {
     ['a refusal', () => ({ method: 'GET', url: '/auth/me' }), 401],
     ['a validation error', () => ({ method: 'POST', url: '/system/dept-api', headers: auth(), payload: { parentId: 'x' } }), 400],
     ['an unknown route', () => ({ method: 'GET', url: '/nope' }), 404],
-    ['a failed login', () => ({ method: 'POST', url: '/auth/login', payload: { tenantId: '000000', username: 'admin', password: 'wrong-password' } }), 401],
+    [
+      'a failed login',
+      () => ({ method: 'POST', url: '/auth/login', payload: { tenantId: '000000', username: 'admin', password: 'wrong-password' } }),
+      401,
+    ],
     ['a health probe', () => ({ method: 'GET', url: '/healthz' }), 200],
     ['the OpenAPI document', () => ({ method: 'GET', url: '/openapi.json' }), 200],
   ] as const)('%s carries nosniff, DENY, no-referrer, no-store and a CSP that allows nothing', async (_name, options, status) => {
@@ -126,7 +130,12 @@ describe('CORS', () => {
 
   it('lets an allowed origin read the answer and the Location and X-Request-Id headers', async () => {
     const res = await inject(
-      { method: 'POST', url: '/system/dept-api', headers: { ...auth(), origin: 'http://localhost:5173' }, payload: { parentId: 100, deptName: 'Cors' } },
+      {
+        method: 'POST',
+        url: '/system/dept-api',
+        headers: { ...auth(), origin: 'http://localhost:5173' },
+        payload: { parentId: 100, deptName: 'Cors' },
+      },
       withCors,
     );
     expect(res.statusCode).toBe(200);

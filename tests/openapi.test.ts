@@ -52,8 +52,25 @@ describe('the OpenAPI document', () => {
   it('names the component schemas clients use', () => {
     expect(Object.keys(spec.components.schemas)).toEqual(
       expect.arrayContaining([
-        'Dept', 'DeptNode', 'DeptCreate', 'DeptUpdate', 'User', 'UserCreate', 'UserUpdate', 'Tenant', 'TenantCreate',
-        'TenantUpdate', 'TenantPage', 'PackageBo', 'QuotaBo', 'RuleBo', 'LoginBody', 'LoginResult', 'Me', 'SuccessEnvelope', 'ErrorEnvelope',
+        'Dept',
+        'DeptNode',
+        'DeptCreate',
+        'DeptUpdate',
+        'User',
+        'UserCreate',
+        'UserUpdate',
+        'Tenant',
+        'TenantCreate',
+        'TenantUpdate',
+        'TenantPage',
+        'PackageBo',
+        'QuotaBo',
+        'RuleBo',
+        'LoginBody',
+        'LoginResult',
+        'Me',
+        'SuccessEnvelope',
+        'ErrorEnvelope',
       ]),
     );
     expect(Object.keys(spec.components.schemas).filter((name) => name.startsWith('def-'))).toEqual([]);

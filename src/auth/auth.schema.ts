@@ -1,8 +1,9 @@
 import { Type } from '@sinclair/typebox';
+import { NAME_MAX } from '../limits.js';
 
 export const LoginBody = Type.Object({
   tenantId: Type.String({ pattern: '^[0-9]{6}$', description: 'Six-digit tenant code' }),
-  username: Type.String({ minLength: 1, maxLength: 30 }),
+  username: Type.String({ minLength: 1, maxLength: NAME_MAX }),
   password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true }),
 }, { $id: 'LoginBody' });
 

@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { MAX_BATCH_IDS, MAX_PATH_PARAM } from '../limits.js';
 
 /**
  * A $ref to a shared schema (registered with app.addSchema), typed as that
@@ -39,8 +40,8 @@ export const IdParam = Type.Object({
 export const IdsParam = Type.Object({
   ids: Type.String({
     pattern: '^[0-9]{1,19}(,[0-9]{1,19})*$',
-    maxLength: 20_000,
-    description: 'One id or up to 1000 comma-separated ids',
+    maxLength: MAX_PATH_PARAM,
+    description: `One id or up to ${MAX_BATCH_IDS} comma-separated ids`,
   }),
 });
 

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifySchemaValidationError } from 'fastify';
 import { AppError } from './app.error.js';
+import { BODY_LIMIT_TEXT } from '../limits.js';
 
 /**
  * PostgreSQL constraint names (sql/*.sql) and what they mean to a client.
@@ -87,7 +88,7 @@ function classify(error: FastifyError | Error): [number, string] {
   }
   switch (fastifyError.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return [413, 'Request body is larger than 1 MiB'];
+      return [413, `Request body is larger than ${BODY_LIMIT_TEXT}`];
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return [415, 'Content-Type must be application/json'];
     case 'FST_ERR_CTP_INVALID_JSON_BODY':

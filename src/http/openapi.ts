@@ -4,6 +4,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { IdsParam } from './common.schema.js';
 import { LOCATION, SuccessEnvelope } from './envelope.schema.js';
+import { BODY_LIMIT_TEXT } from '../limits.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -35,15 +36,21 @@ type Schema = Record<string, unknown>;
  */
 export const FAILURES: Record<number, [description: string, example: string]> = {
   400: ['Invalid input; msg names the field', 'Invalid input: body.deptName must NOT have fewer than 1 characters'],
-  401: ['Missing, malformed, expired or revoked token; at login, wrong tenant, user or password', 'Missing Authorization header; send "Bearer <access_token>"'],
+  401: [
+    'Missing, malformed, expired or revoked token; at login, wrong tenant, user or password',
+    'Missing Authorization header; send "Bearer <access_token>"',
+  ],
   403: ["Authenticated but not allowed: the caller's role or tenant scope", 'Your role "user" lacks the permission system:dept:add'],
   404: ['No such live resource visible to the caller', 'Department 4711 not found'],
   409: ['Conflicts with the current state; msg says with what', 'Department 101 has enabled child department "Sales" (102); disable it first'],
   412: ['If-Match names a version that is no longer current; nothing changed', 'If-Match does not match the current version; read the record again'],
-  413: ['Body larger than 1 MiB', 'Request body is larger than 1 MiB'],
+  413: [`Body larger than ${BODY_LIMIT_TEXT}`, `Request body is larger than ${BODY_LIMIT_TEXT}`],
   415: ['Body is not application/json', 'Content-Type must be application/json'],
   429: ['Too many failed logins for this account; retry later', 'Too many failed logins for this account; try again in 10 minute(s)'],
-  500: ['Unexpected failure; the details are only in the log, under the request id', 'Internal server error (request id 3f2c8a4e-6b1d-4e0a-9c57-1f0e2d3b4a5c)'],
+  500: [
+    'Unexpected failure; the details are only in the log, under the request id',
+    'Internal server error (request id 3f2c8a4e-6b1d-4e0a-9c57-1f0e2d3b4a5c)',
+  ],
   503: ['The database is unavailable or the service is shutting down; retry later', 'Database unavailable'],
 };
 
@@ -130,7 +137,12 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   // The docs page and its assets are public and are not JSON: no token, no envelope, their own CSP.
   app.addHook('onRoute', (route) => {
     if (route.url.startsWith('/docs')) {
-      route.config = { ...route.config, public: true, rawResponse: true, helmet: { contentSecurityPolicy: { useDefaults: false, directives: DOCS_CSP } } };
+      route.config = {
+        ...route.config,
+        public: true,
+        rawResponse: true,
+        helmet: { contentSecurityPolicy: { useDefaults: false, directives: DOCS_CSP } },
+      };
     }
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });

@@ -1,10 +1,11 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Audit, Nullable, RefTo, Status } from '../http/common.schema.js';
+import { BODY_LIMIT_BYTES, INT4_MAX, NAME_MAX } from '../limits.js';
 
 const Code = Type.String({ pattern: '^[0-9]{6}$', description: 'Six-digit business code' });
 /** A real calendar date: 2025-02-30 is refused. */
 const Day = Type.String({ format: 'date', pattern: '^(?!0000)\\d{4}-\\d{2}-\\d{2}$', description: 'YYYY-MM-DD, year 0001 or later' });
-const Quota = Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: 'Default 0' });
+const Quota = Type.Integer({ minimum: 0, maximum: INT4_MAX, description: 'Default 0' });
 const Rule = Nullable(Type.String({ maxLength: 2000, description: 'null when not configured' }));
 const NonBlank = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '\\S' });
 
@@ -13,7 +14,7 @@ export const PackageBo = Type.Object({
     // Bounded by the 1 MiB body limit, not tighter: 10,000 ids of up to 19
     // digits written "1, 2, 3" (spaces allowed) exceed 200,000 characters and
     // were refused; the 10,000-id limit is checked in normaliseMenuIds.
-    maxLength: 1024 * 1024,
+    maxLength: BODY_LIMIT_BYTES,
     description: 'Positive integers separated by commas, spaces allowed; returned normalised ("1,2,3", duplicates dropped, order kept)',
   }),
 }, { $id: 'PackageBo' });
@@ -50,11 +51,11 @@ export const Tenant = Type.Object(
     tenantName: NonBlank(50),
     startTime: Nullable(Day),
     endTime: Nullable(Day),
-    contactUserName: NonBlank(30),
+    contactUserName: NonBlank(NAME_MAX),
     contactPhone: Type.String({ minLength: 1, maxLength: 20, pattern: '^[0-9 +-]*[0-9][0-9 +-]*$', description: 'Digits, spaces, + and -' }),
     companyName: NonBlank(100),
     status: Status,
-    accountCount: Type.Integer({ minimum: -1, maximum: 2_147_483_647, description: '-1 means unlimited' }),
+    accountCount: Type.Integer({ minimum: -1, maximum: INT4_MAX, description: '-1 means unlimited' }),
     packageBo: RefTo(PackageBo),
     quotaBo: RefTo(QuotaBo),
     ruleBo: RefTo(RuleBo),
@@ -83,7 +84,7 @@ export const TenantCreate = Type.Composite([
   Type.Object({
     tenantParent: Type.Optional(Code),
     username: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 30, pattern: '^\\S+$', writeOnly: true, description: 'Write-only: the new tenant\'s admin' }),
+      Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: '^\\S+$', writeOnly: true, description: 'Write-only: the new tenant\'s admin' }),
     ),
     password: Type.Optional(Type.String({ minLength: 8, maxLength: 128, writeOnly: true, description: 'Write-only' })),
   }),

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Audit, DelFlag, DelFlagInput, Email, EntityId, Nullable, Phone, Status } from '../http/common.schema.js';
+import { NAME_MAX } from '../limits.js';
 
 const AssignableRole = Type.Union([Type.Literal('admin'), Type.Literal('user')]);
 
@@ -9,8 +10,8 @@ export const User = Type.Object(
     userId: EntityId,
     tenantId: Type.String(),
     deptId: Nullable(EntityId),
-    userName: Type.String({ minLength: 1, maxLength: 30, pattern: '^\\S+$', description: 'Unique among the tenant\'s live users' }),
-    nickName: Type.String({ maxLength: 30 }),
+    userName: Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: '^\\S+$', description: 'Unique among the tenant\'s live users' }),
+    nickName: Type.String({ maxLength: NAME_MAX }),
     email: Nullable(Email),
     phonenumber: Nullable(Phone),
     status: Status,
@@ -49,7 +50,7 @@ export const UserUpdate = Type.Composite([
 
 export const UserListQuery = Type.Object({
   deptId: Type.Optional(EntityId),
-  userName: Type.Optional(Type.String({ maxLength: 30, description: 'Substring match' })),
+  userName: Type.Optional(Type.String({ maxLength: NAME_MAX, description: 'Substring match' })),
   status: Type.Optional(Status),
 });
 
