@@ -5,7 +5,7 @@ export const LoginBody = Type.Object({
   tenantId: Type.String({ pattern: '^[0-9]{6}$', description: 'Six-digit tenant code' }),
   username: Type.String({ minLength: 1, maxLength: NAME_MAX }),
   password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true }),
-}, { $id: 'LoginBody' });
+}, { $id: 'LoginBody', examples: [{ tenantId: '000000', username: 'admin', password: 'change-me-please' }] });
 
 export const LoginResult = Type.Object({
   access_token: Type.String(),

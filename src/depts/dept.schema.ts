@@ -18,7 +18,16 @@ export const Dept = Type.Object(
     tenantId: Type.String({ pattern: '^[0-9]{6}$', description: "Must be the caller's tenant when sent" }),
     ...Audit.properties,
   },
-  { $id: 'Dept' },
+  {
+    $id: 'Dept',
+    examples: [
+      {
+        deptId: 101, parentId: 100, ancestors: '0,100', deptName: 'Sales', orderNum: 1, leader: 'Li Lei', phone: '+86 10 5555 0101',
+        email: 'sales@example.com', status: '0', delFlag: '0', tenantId: '000000', createBy: 'admin', createTime: '2026-01-05 09:30:00',
+        updateBy: '', updateTime: null,
+      },
+    ],
+  },
 );
 
 // Optional on create and update; when omitted the server uses the default
@@ -34,11 +43,15 @@ const optionalWithDefaults = Type.Object({
 });
 
 /** POST body: DeptDTO without deptId, ancestors and audit fields. */
-export const DeptCreate = Type.Composite([Type.Pick(Dept, ['parentId', 'deptName']), optionalWithDefaults], { $id: 'DeptCreate' });
+export const DeptCreate = Type.Composite([Type.Pick(Dept, ['parentId', 'deptName']), optionalWithDefaults], {
+  $id: 'DeptCreate',
+  examples: [{ parentId: 100, deptName: 'Sales', orderNum: 1, leader: 'Li Lei', email: 'sales@example.com' }],
+});
 
 /** PUT body: a full replacement, so omitted optional fields return to their defaults. */
 export const DeptUpdate = Type.Composite([Type.Pick(Dept, ['deptId', 'parentId', 'deptName']), optionalWithDefaults], {
   $id: 'DeptUpdate',
+  examples: [{ deptId: 101, parentId: 0, deptName: 'Sales', orderNum: 1, leader: 'Li Lei', status: '0' }],
 });
 
 export const DeptListQuery = Type.Object({

@@ -88,7 +88,15 @@ export const TenantCreate = Type.Composite([
     ),
     password: Type.Optional(Type.String({ minLength: 8, maxLength: 128, writeOnly: true, description: 'Write-only' })),
   }),
-], { $id: 'TenantCreate' });
+], {
+  $id: 'TenantCreate',
+  examples: [
+    {
+      tenantName: 'Acme', companyName: 'Acme Trading Ltd', contactUserName: 'Han Meimei', contactPhone: '+86 21 5555 0100',
+      startTime: '2026-01-01', endTime: '2026-12-31', accountCount: 50, packageBo: { menuIds: '1,2,3' }, username: 'acme-admin', password: 'a-long-secret',
+    },
+  ],
+});
 
 /** PUT body: the full TenantDTO; tenantId and tenantParent may be repeated but never changed. */
 export const TenantUpdate = Type.Composite([

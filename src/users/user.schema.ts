@@ -39,7 +39,7 @@ export const UserCreate = Type.Composite([
   Type.Pick(User, ['userName']),
   Type.Object({ roles: Roles, password: Password }),
   optional,
-], { $id: 'UserCreate' });
+], { $id: 'UserCreate', examples: [{ userName: 'li.lei', nickName: 'Li Lei', password: 'a-long-secret', roles: ['user'], deptId: 101 }] });
 
 /** Full replacement; the password changes only when sent, and then every token of the user is revoked. */
 export const UserUpdate = Type.Composite([
