@@ -6,6 +6,7 @@ import { formatDateTime } from '../time.js';
 import { assertOwnTenant, type Actor } from '../auth/auth.plugin.js';
 import { assertDepthFits } from './dept.depth.js';
 import type { Dept, DeptCreate, DeptListQuery, DeptNode, DeptUpdate } from './dept.schema.js';
+import { NAME_MAX } from '../limits.js';
 
 type DeptRow = Omit<Dept, 'createTime' | 'updateTime'> & { createTime: Date; updateTime: Date | null };
 
@@ -93,7 +94,7 @@ function trimmedName(name: string): string {
   const trimmed = name.trim();
   // Characters, not UTF-16 units: an emoji counts once, as in varchar(30).
   const length = [...trimmed].length;
-  assert(length >= 1 && length <= 30, 400, 'deptName must be 1 to 30 characters after trimming');
+  assert(length >= 1 && length <= NAME_MAX, 400, `deptName must be 1 to ${NAME_MAX} characters after trimming`);
   return trimmed;
 }
 

@@ -9,6 +9,7 @@ import { containing } from '../db/sql.helpers.js';
 import { createUser } from '../users/user.sql.js';
 import { revokeTenantSubtreeSessions } from '../auth/auth.sql.js';
 import type { Tenant, TenantCreate, TenantListQuery, TenantUpdate } from './tenant.schema.js';
+import { NAME_MAX } from '../limits.js';
 
 export const MAX_MENU_IDS = 10_000;
 
@@ -237,7 +238,7 @@ export async function createTenant(tx: Tx, caller: Caller, input: TenantCreate):
 
   if (input.username !== undefined && input.password !== undefined) {
     const actor = { tenantId: created.tenantId, userName: caller.userName };
-    const deptId = await createDept(tx, actor, { parentId: 0, deptName: [...input.companyName.trim()].slice(0, 30).join('') });
+    const deptId = await createDept(tx, actor, { parentId: 0, deptName: [...input.companyName.trim()].slice(0, NAME_MAX).join('') });
     await createUser(tx, actor, { userName: input.username, password: input.password, roles: ['admin'], deptId, nickName: input.username });
   }
   return created.id;
