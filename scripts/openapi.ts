@@ -4,7 +4,8 @@
 // operationId, summary, tags, and a description for every response.
 //
 //   npx tsx scripts/openapi.ts [out.json]     (default: openapi.json)
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { buildApp } from '../src/app.js';
 import { openEmbedded } from '../src/db/database.js';
 import { migrate } from '../src/db/migrate.js';
@@ -18,6 +19,7 @@ try {
   await app.ready();
   const document = app.swagger() as { paths?: Record<string, Record<string, Operation>> };
   await app.close();
+  mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, `${JSON.stringify(document, null, 2)}\n`);
 
   const problems: string[] = [];
