@@ -39,7 +39,10 @@ export async function within(ms: number, work: Promise<unknown> | null | undefin
 
 export type NotifyMode = 'listen' | 'local';
 
-/** Long enough that a busy node runs the sequencer a few times a second, not once per write (its own commit is the cost); short against the stream's 1 s promise. */
+/**
+ * A busy node runs the sequencer a few times a second, not once per write
+ * (each run is a commit of its own); still short against the stream's 1 s.
+ */
 const KICK_DELAY_MS = 200;
 
 export class AuditFeed {

@@ -3,7 +3,6 @@ import type { ServerResponse } from 'node:http';
 import type { Sql } from '../db/database.js';
 import type { Caller } from '../auth/auth.plugin.js';
 import { accountProblem, findSession } from '../auth/auth.sql.js';
-import { today } from '../time.js';
 import type { AuditFeed } from './audit.feed.js';
 import { changesAfter } from './audit.sql.js';
 
@@ -172,7 +171,7 @@ export class AuditStreams {
       if (!this.send(client, ': keep-alive\n\n')) continue;
       try {
         const principal = await findSession(this.sql, client.viewer.tenantId, client.viewer.sessionId);
-        if (!principal || accountProblem(principal, today())) this.end(client);
+        if (!principal || principal.revoked || accountProblem(principal)) this.end(client);
       } catch (err) {
         this.log.warn({ err }, 'audit stream session check failed');
       }

@@ -3,7 +3,6 @@ import fastifyJwt from '@fastify/jwt';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Sql } from '../db/database.js';
 import { AppError, assert } from '../http/app.error.js';
-import { today } from '../time.js';
 import { accountProblem, findSession } from './auth.sql.js';
 import { PERMISSIONS, PLATFORM_TENANT, type Permission, type Role } from './auth.roles.js';
 
@@ -94,8 +93,9 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; secr
     if (typeof claims.tid !== 'string' || typeof claims.sid !== 'string') throw new AppError(401, 'Access token is invalid');
     const principal = await findSession(opts.sql, claims.tid, claims.sid);
     if (!principal) throw new AppError(401, 'Access token has been revoked or has expired; log in again');
-    const problem = accountProblem(principal, today());
+    const problem = accountProblem(principal);
     if (problem) throw new AppError(401, `Access token refused: ${problem}`);
+    if (principal.revoked) throw new AppError(401, 'Access token has been revoked or has expired; log in again');
     return {
       tenantId: principal.tenantId,
       userId: principal.userId,

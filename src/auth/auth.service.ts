@@ -2,14 +2,14 @@ import type { Db, Sql, Tx } from '../db/database.js';
 import { recordAudit } from '../audit/audit.record.js';
 import type { Actor, Caller } from './auth.plugin.js';
 import { AppError } from '../http/app.error.js';
-import { today } from '../time.js';
 import {
   accountProblem,
   clearLoginFailures,
   createSession,
   findLoginAccount,
-  lockedMinutes,
-  recordLoginFailure,
+  lockLoginAccount,
+  purgeExpiredLoginLocks,
+  reserveLoginAttempt,
   revokeSession,
 } from './auth.sql.js';
 import { DUMMY_HASH, verifyPassword } from './password.js';
@@ -31,21 +31,16 @@ type RequestContext = Pick<Actor, 'requestId' | 'ip'>;
  * the request fails, but its record must still be written.
  */
 export async function login(sql: Sql, input: LoginInput, ttlSeconds: number, context: RequestContext = {}) {
-  const account = await checkLogin(sql, input).catch(async (err: unknown) => {
+  try {
+    return await attemptLogin(sql, input, ttlSeconds, context);
+  } catch (err) {
     if (err instanceof AppError) {
       const attempted = { tenantId: input.tenantId, userName: input.username, ...context };
       const changes = { status: err.status, reason: err.message };
       await recordAudit(sql, attempted, [{ action: 'auth.login_failed', entityType: 'session', entityId: '', changes }]);
     }
     throw err;
-  });
-  return sql.begin(async (tx) => {
-    await clearLoginFailures(tx, input.tenantId, input.username);
-    const sessionId = await createSession(tx, account.tenantId, account.userId, ttlSeconds);
-    const actor = { tenantId: account.tenantId, userName: account.userName, ...context };
-    await recordAudit(tx, actor, [{ action: 'auth.login', entityType: 'session', entityId: sessionId, changes: { userId: account.userId } }]);
-    return { account, sessionId };
-  });
+  }
 }
 
 /** Logout: the presented token's session is revoked, and recorded. */
@@ -55,24 +50,34 @@ export async function logout(tx: Tx, actor: Caller & Actor): Promise<void> {
 }
 
 /**
- * Order matters: the lock is checked before the password (a locked account
- * learns nothing), and the account's state only after the password (a
- * stranger learns nothing about it).
+ * Order matters: an evaluation slot is
+ * reserved before the password is checked (a locked account learns nothing,
+ * and concurrent attempts cannot all slip past the lock), and the account's
+ * state is looked at only after the password (a stranger learns nothing
+ * about it). A right password frees the slots, whatever the account's state.
  */
-async function checkLogin(sql: Db, input: LoginInput) {
-  const minutes = await lockedMinutes(sql, input.tenantId, input.username);
-  if (minutes > 0) {
-    throw new AppError(429, `Too many failed logins for this account; try again in ${minutes} minute(s)`);
+async function attemptLogin(sql: Sql, input: LoginInput, ttlSeconds: number, context: RequestContext) {
+  const { lockedMinutes } = await reserveLoginAttempt(sql, input.tenantId, input.username);
+  if (lockedMinutes > 0) {
+    throw new AppError(429, `Too many failed logins for this account; try again in ${lockedMinutes} minute(s)`);
   }
   const account = await findLoginAccount(sql, input.tenantId, input.username);
   const ok = await verifyPassword(input.password, account?.passwordHash ?? DUMMY_HASH);
   if (!account || !ok) {
-    await recordLoginFailure(sql, input.tenantId, input.username);
+    await purgeExpiredLoginLocks(sql);
     throw new AppError(401, BAD_CREDENTIALS);
   }
-  const problem = accountProblem(account, today());
-  if (problem) throw new AppError(403, `Login refused: ${problem}`);
-  return account;
+  await clearLoginFailures(sql, input.tenantId, input.username);
+  const sessionId = await sql.begin(async (tx) => {
+    const current = await lockLoginAccount(tx, account.tenantId, account.userId);
+    const problem = current ? accountProblem(current) : 'the user has been deleted';
+    if (problem) throw new AppError(403, `Login refused: ${problem}`);
+    const sessionId = await createSession(tx, account.tenantId, account.userId, ttlSeconds);
+    const actor = { tenantId: account.tenantId, userName: account.userName, ...context };
+    await recordAudit(tx, actor, [{ action: 'auth.login', entityType: 'session', entityId: sessionId, changes: { userId: account.userId } }]);
+    return sessionId;
+  });
+  return { account, sessionId };
 }
 
 export async function me(sql: Db, tenantId: string, userId: number) {

@@ -2,9 +2,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Sql } from '../db/database.js';
 import { assert } from '../http/app.error.js';
-import { IdParam, IdsParam } from '../http/common.schema.js';
+import { IdParam, IdsParam, RefTo } from '../http/common.schema.js';
+import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.js';
+import { REVALIDATE } from '../http/headers.plugin.js';
 import { requestActor } from '../audit/audit.record.js';
-import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { parseId, parseIds } from '../http/ids.js';
 import { Dept, DeptCreate, DeptList, DeptListQuery, DeptNode, DeptTree, DeptUpdate } from './dept.schema.js';
 import { createDept, deleteDepts, getDept, listDepts, listParentChoices, toTree, updateDept } from './dept.sql.js';
@@ -13,14 +14,19 @@ const tags = ['departments'];
 
 /** /system/dept-api: HTTP only. Every call acts in the caller's own tenant. */
 export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, { sql }) => {
-  app.addSchema(Dept);
-  app.addSchema(DeptNode);
+  for (const schema of [Dept, DeptNode, DeptCreate, DeptUpdate]) app.addSchema(schema);
 
   app.post(
     '/',
     {
       config: { permission: 'system:dept:add' },
-      schema: { tags, body: DeptCreate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 409]) },
+      schema: {
+        operationId: 'createDept',
+        summary: 'Create a department',
+        tags,
+        body: RefTo(DeptCreate),
+        response: responses(Created, [...WITH_BODY, ...AUTHED, 409]),
+      },
     },
     async (request, reply) => {
       const deptId = await sql.begin((tx) => createDept(tx, requestActor(request), request.body));
@@ -34,7 +40,14 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
     '/',
     {
       config: { permission: 'system:dept:edit' },
-      schema: { tags, body: DeptUpdate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]) },
+      schema: {
+        operationId: 'updateDept',
+        summary: 'Replace a department (a move when parentId changes)',
+        description: 'Full replacement: optional fields not sent return to their defaults.',
+        tags,
+        body: RefTo(DeptUpdate),
+        response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]),
+      },
     },
     async (request) => {
       await sql.begin((tx) => updateDept(tx, requestActor(request), request.body));
@@ -45,8 +58,15 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
   app.get(
     '/list',
     {
-      config: { permission: 'system:dept:list' },
-      schema: { tags, querystring: DeptListQuery, response: responses(DeptList, [400, ...AUTHED]) },
+      config: { permission: 'system:dept:list', cacheControl: REVALIDATE },
+      schema: {
+        operationId: 'listDepts',
+        summary: 'List live departments (flat)',
+        description: 'Ordered by parentId, orderNum, deptId.',
+        tags,
+        querystring: DeptListQuery,
+        response: responses(DeptList, [400, ...AUTHED]),
+      },
     },
     async (request) => listDepts(sql, request.caller.tenantId, request.query),
   );
@@ -54,8 +74,8 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
   app.get(
     '/tree',
     {
-      config: { permission: 'system:dept:list' },
-      schema: { tags, response: responses(DeptTree, AUTHED) },
+      config: { permission: 'system:dept:list', cacheControl: REVALIDATE },
+      schema: { operationId: 'deptTree', summary: 'The live department tree (nested children)', tags, response: responses(DeptTree, AUTHED) },
     },
     async (request) => toTree(await listDepts(sql, request.caller.tenantId, {})),
   );
@@ -64,7 +84,14 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
     '/list/exclude/:id',
     {
       config: { permission: 'system:dept:list' },
-      schema: { tags, params: IdParam, response: responses(DeptList, [400, ...AUTHED, 404]) },
+      schema: {
+        operationId: 'listDeptParentChoices',
+        summary: 'Departments that may become the parent of this one',
+        description: 'Every live department but this one and its descendants.',
+        tags,
+        params: IdParam,
+        response: responses(DeptList, [400, ...AUTHED, 404]),
+      },
     },
     async (request) => listParentChoices(sql, request.caller.tenantId, parseId(request.params.id, 'Department')),
   );
@@ -73,7 +100,7 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
     '/:id',
     {
       config: { permission: 'system:dept:query' },
-      schema: { tags, params: IdParam, response: responses(Type.Ref('Dept'), [400, ...AUTHED, 404]) },
+      schema: { operationId: 'getDept', summary: 'Get a department', tags, params: IdParam, response: responses(Type.Ref('Dept'), [400, ...AUTHED, 404]) },
     },
     async (request) => {
       const id = parseId(request.params.id, 'Department');
@@ -87,7 +114,13 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
     '/:ids',
     {
       config: { permission: 'system:dept:remove' },
-      schema: { tags, params: IdsParam, response: responses(Type.Null(), [400, ...AUTHED, 404, 409]) },
+      schema: {
+        operationId: 'deleteDepts',
+        summary: 'Delete one department or several (comma-separated ids, all or nothing)',
+        tags,
+        params: IdsParam,
+        response: responses(Type.Null(), [400, ...AUTHED, 404, 409]),
+      },
     },
     async (request) => {
       const ids = parseIds(request.params.ids, 'Department');

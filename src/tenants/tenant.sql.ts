@@ -1,14 +1,16 @@
 import type { Db, Tx } from '../db/database.js';
 import { assert } from '../http/app.error.js';
 import { parseInternalId } from '../http/ids.js';
-import { formatDateTime } from '../time.js';
+import { formatDateTime, today } from '../time.js';
 import { isSuperadmin, type Actor, type Caller } from '../auth/auth.plugin.js';
 import { diff, recordAudit, values, type RowImage } from '../audit/audit.record.js';
 import { PLATFORM_TENANT } from '../auth/auth.roles.js';
 import { createDept } from '../depts/dept.sql.js';
 import { containing } from '../db/sql.helpers.js';
 import { createUser } from '../users/user.sql.js';
+import { revokeTenantSubtreeSessions } from '../auth/auth.sql.js';
 import type { Tenant, TenantCreate, TenantListQuery, TenantUpdate } from './tenant.schema.js';
+import { NAME_MAX } from '../limits.js';
 
 export const MAX_MENU_IDS = 10_000;
 
@@ -243,16 +245,29 @@ export async function createTenant(tx: Tx, caller: Caller & Actor, input: Tenant
   if (input.username !== undefined && input.password !== undefined) {
     // Written in the new tenant by the caller, who belongs to a tenant above it.
     const actor: Actor = { ...caller, tenantId: created.tenantId, userTenantId: caller.tenantId };
-    const deptId = await createDept(tx, actor, { parentId: 0, deptName: [...input.companyName.trim()].slice(0, 30).join('') });
+    const deptId = await createDept(tx, actor, { parentId: 0, deptName: [...input.companyName.trim()].slice(0, NAME_MAX).join('') });
     await createUser(tx, actor, { userName: input.username, password: input.password, roles: ['admin'], deptId, nickName: input.username });
   }
   return created.id;
 }
 
+interface Period {
+  status: string;
+  startTime?: string | null;
+  endTime?: string | null;
+}
+
+/** Rule: a tenant is live today when enabled and inside its service period (dates in TZ). */
+function liveToday(p: Period): boolean {
+  const day = today();
+  return p.status === '0' && (!p.startTime || p.startTime <= day) && (!p.endTime || day <= p.endTime);
+}
+
 /** Full replacement. tenantId and tenantParent are fixed for life: repeating them is fine, changing them is 400. */
 export async function updateTenant(tx: Tx, caller: Caller & Actor, input: TenantUpdate): Promise<void> {
-  const [target] = await tx<{ tenantId: string; tenantParent: string | null; ancestors: string; image: RowImage }[]>`
-    SELECT t.tenant_id AS "tenantId", t.tenant_parent AS "tenantParent", t.ancestors, ${IMAGE(tx)} FROM sys_tenant t
+  const [target] = await tx<({ tenantId: string; tenantParent: string | null; ancestors: string; image: RowImage } & Period)[]>`
+    SELECT t.tenant_id AS "tenantId", t.tenant_parent AS "tenantParent", t.ancestors,
+           t.status, t.start_time::text AS "startTime", t.end_time::text AS "endTime", ${IMAGE(tx)} FROM sys_tenant t
     WHERE t.id = ${parseInternalId(input.id, 'Tenant')}::bigint AND ${visibleTo(tx, caller)}
     FOR UPDATE`;
   assert(target, 404, `Tenant ${input.id} not found`);
@@ -267,6 +282,12 @@ export async function updateTenant(tx: Tx, caller: Caller & Actor, input: Tenant
     UPDATE sys_tenant t SET ${tx({ ...writableColumns(input), update_by: caller.userName })}, update_time = now()
     WHERE id = ${input.id}::bigint
     RETURNING ${IMAGE(tx)}`;
+  // A write that suspends the subtree (disable, period moved off today) ends
+  // its sessions; so does one that lifts a suspension, which covers an expiry
+  // (no write happens when a period runs out): tokens from before never return.
+  if (!liveToday(target) || !liveToday({ status: input.status ?? '0', startTime: input.startTime, endTime: input.endTime })) {
+    await revokeTenantSubtreeSessions(tx, target.tenantId);
+  }
   const changes = diff(target.image, after!.image);
   await recordAudit(tx, caller, [{ action: 'tenant.update', entityType: 'tenant', entityId: input.id, tenantId: target.tenantId, changes }]);
 }
@@ -285,5 +306,6 @@ export async function deleteTenant(tx: Tx, caller: Caller & Actor, id: string): 
   const [deleted] = await tx<{ image: RowImage }[]>`
     UPDATE sys_tenant t SET del_flag = '2', update_by = ${caller.userName}, update_time = now() WHERE id = ${id}::bigint
     RETURNING ${IMAGE(tx)}`;
+  await revokeTenantSubtreeSessions(tx, target.tenantId);
   await recordAudit(tx, caller, [{ action: 'tenant.delete', entityType: 'tenant', entityId: id, tenantId: target.tenantId, changes: values(deleted!.image) }]);
 }

@@ -3,7 +3,7 @@ import { lockOrganisation } from '../db/locks.js';
 import { assert } from '../http/app.error.js';
 import { formatDateTime } from '../time.js';
 import { hashPassword } from '../auth/password.js';
-import { revokeUserSessions } from '../auth/auth.sql.js';
+import { revokeSessionsOfUsers, revokeUserSessions } from '../auth/auth.sql.js';
 import { assertOwnTenant, type Actor } from '../auth/auth.plugin.js';
 import { containing } from '../db/sql.helpers.js';
 import { diff, recordAudit, values, type AuditEntry, type RowImage } from '../audit/audit.record.js';
@@ -112,7 +112,8 @@ export async function updateUser(tx: Tx, actor: Actor & { userId: number }, inpu
       update_by = ${actor.userName}, update_time = now()
     WHERE tenant_id = ${actor.tenantId} AND user_id = ${input.userId}
     RETURNING to_jsonb(sys_user) AS image`;
-  if (passwordHash !== null) await revokeUserSessions(tx, actor.tenantId, input.userId);
+  // A password change or a disable ends every session the user holds.
+  if (passwordHash !== null || input.status === '1') await revokeUserSessions(tx, actor.tenantId, input.userId);
   await recordAudit(tx, actor, userUpdateRecords(input.userId, before, after!.image, passwordHash !== null));
 }
 
@@ -137,6 +138,7 @@ export async function deleteUsers(tx: Tx, actor: Actor & { userId: number }, ids
     UPDATE sys_user SET del_flag = '2', update_by = ${actor.userName}, update_time = now()
     WHERE tenant_id = ${actor.tenantId} AND user_id = ANY(${ids}::bigint[])
     RETURNING user_id AS "userId", to_jsonb(sys_user) AS image`;
+  await revokeSessionsOfUsers(tx, actor.tenantId, ids);
   await recordAudit(
     tx,
     actor,
