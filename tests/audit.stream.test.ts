@@ -108,7 +108,10 @@ describe('the audit stream', () => {
     await forbidden.until(() => forbidden.ended, 5000, 'the end of the 403');
     expect(forbidden.status).toBe(403);
 
-    for (const [headers, path] of [[{ 'last-event-id': 'abc' }, STREAM], [{}, `${STREAM}?after=x`]] as const) {
+    for (const [headers, path] of [
+      [{ 'last-event-id': 'abc' }, STREAM],
+      [{}, `${STREAM}?after=x`],
+    ] as const) {
       const bad = await openStream(t.root, headers, path);
       await bad.until(() => bad.ended, 5000, 'the end of the 400');
       expect(bad.status).toBe(400);
@@ -134,9 +137,17 @@ describe('the audit stream', () => {
   });
 
   it('cuts off a client that stops reading, while a client that reads gets everything', async () => {
-    const id = (await t.root.post('/system/tenant-api', {
-      tenantName: 'Big', companyName: `Big ${Math.random()}`, contactUserName: 'C', contactPhone: '1',
-    })).headers.location!.toString().split('/').pop()!;
+    const id = (
+      await t.root.post('/system/tenant-api', {
+        tenantName: 'Big',
+        companyName: `Big ${Math.random()}`,
+        contactUserName: 'C',
+        contactPhone: '1',
+      })
+    ).headers
+      .location!.toString()
+      .split('/')
+      .pop()!;
     const body = (await t.root.get(`/system/tenant-api/${id}`)).body.data;
     const after = await latestCursor();
     const before = t.app.auditStreams.size;
@@ -204,7 +215,10 @@ describe('across nodes (PostgreSQL)', () => {
       const login = await new Client(second).post('/auth/login', { tenantId: '000000', username: 'admin', password: ADMIN_PASSWORD });
       const root2 = new Client(second, login.body.data.access_token);
 
-      for (const [writer, reader, label] of [[t.root, root2, 'node 1 to node 2'], [root2, t.root, 'node 2 to node 1']] as const) {
+      for (const [writer, reader, label] of [
+        [t.root, root2, 'node 1 to node 2'],
+        [root2, t.root, 'node 2 to node 1'],
+      ] as const) {
         const stream = await SseClient.open(reader === root2 ? at : base, `${STREAM}?after=${await latestCursor()}`, auth(reader));
         try {
           expect(stream.status).toBe(200);

@@ -157,10 +157,22 @@ describe('records of user writes', () => {
     expect(edited.records[0]!.changes).toEqual({ nickName: { before: 'Alice', after: 'Alice B' } });
 
     const newPassword = 'Other-Password-2';
-    const onlyPassword = await send(admin, 'PUT', '/system/user-api', { userId, userName: 'alice', nickName: 'Alice B', roles: ['user'], password: newPassword });
+    const onlyPassword = await send(admin, 'PUT', '/system/user-api', {
+      userId,
+      userName: 'alice',
+      nickName: 'Alice B',
+      roles: ['user'],
+      password: newPassword,
+    });
     expect(onlyPassword.records.map((r) => [r.action, r.changes])).toEqual([['user.password', {}]]);
 
-    const both = await send(admin, 'PUT', '/system/user-api', { userId, userName: 'alice', nickName: 'Alice C', roles: ['user'], password: 'Third-Password-3' });
+    const both = await send(admin, 'PUT', '/system/user-api', {
+      userId,
+      userName: 'alice',
+      nickName: 'Alice C',
+      roles: ['user'],
+      password: 'Third-Password-3',
+    });
     expect(both.records.map((r) => r.action).sort()).toEqual(['user.password', 'user.update']);
     expect(both.records.find((r) => r.action === 'user.update')!.changes).toEqual({ nickName: { before: 'Alice B', after: 'Alice C' } });
 
@@ -169,7 +181,9 @@ describe('records of user writes', () => {
     expect(removed.records[0]).toMatchObject({ action: 'user.delete', entityId: String(userId) });
     expect(removed.records[0]!.changes).toMatchObject({ userName: 'alice', nickName: 'Alice C' });
 
-    const [stored] = await t.sql<{ hash: string }[]>`SELECT password_hash AS hash FROM sys_user WHERE tenant_id = ${tenantId} AND user_id = ${userId}`;
+    const [stored] = await t.sql<
+      { hash: string }[]
+    >`SELECT password_hash AS hash FROM sys_user WHERE tenant_id = ${tenantId} AND user_id = ${userId}`;
     const hash = stored!.hash;
     const api = JSON.stringify(await audit({ tenantId }));
     const table = await rawRows();
@@ -184,7 +198,14 @@ describe('records of user writes', () => {
 
 describe('records of tenant writes', () => {
   it('create with provisioning, update and delete; the 19-digit id exact; the provisioned admin by the caller', async () => {
-    const body = { tenantName: 'Acme', companyName: `Acme ${Math.random()}`, contactUserName: 'C', contactPhone: '1', username: 'boss', password: 'boss-password' };
+    const body = {
+      tenantName: 'Acme',
+      companyName: `Acme ${Math.random()}`,
+      contactUserName: 'C',
+      contactPhone: '1',
+      username: 'boss',
+      password: 'boss-password',
+    };
     const created = await send(t.root, 'POST', '/system/tenant-api', body);
     expect(created.status).toBe(200);
     const id = String(created.headers.location).split('/').pop()!;
@@ -194,7 +215,14 @@ describe('records of tenant writes', () => {
     expect(created.records[0]).toMatchObject({ entityType: 'tenant', entityId: id });
     expect(created.records[0]!.changes).toMatchObject({ id, tenantId: tenantCode, tenantParent: '000000', companyName: body.companyName });
 
-    const updated = await send(t.root, 'PUT', '/system/tenant-api', { ...body, id, username: undefined, password: undefined, tenantName: 'Acme 2', status: '1' });
+    const updated = await send(t.root, 'PUT', '/system/tenant-api', {
+      ...body,
+      id,
+      username: undefined,
+      password: undefined,
+      tenantName: 'Acme 2',
+      status: '1',
+    });
     expect(updated.status).toBe(200);
     expect(updated.records).toHaveLength(1);
     expect(updated.records[0]!.changes).toEqual({ tenantName: { before: 'Acme', after: 'Acme 2' }, status: { before: '0', after: '1' } });
@@ -213,7 +241,12 @@ describe('records of logins and logouts', () => {
     const user = await createUserAndLogin(t, tenant.admin, tenant.tenantId, 'user');
     const login = async (tenantId: string, username: string, password: string) => {
       const requestId = `login-${Math.random().toString(36).slice(2)}`;
-      const res = await t.app.inject({ method: 'POST', url: '/auth/login', payload: { tenantId, username, password }, headers: { 'x-request-id': requestId } });
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/auth/login',
+        payload: { tenantId, username, password },
+        headers: { 'x-request-id': requestId },
+      });
       const records = (await audit()).filter((r) => r.requestId === requestId);
       return { status: res.statusCode, body: res.json(), records };
     };
@@ -221,7 +254,13 @@ describe('records of logins and logouts', () => {
     const ok = await login(tenant.tenantId, user.userName, user.password);
     expect(ok.status).toBe(200);
     expect(ok.records).toHaveLength(1);
-    expect(ok.records[0]).toMatchObject({ action: 'auth.login', entityType: 'session', tenantId: tenant.tenantId, userName: user.userName, userTenantId: tenant.tenantId });
+    expect(ok.records[0]).toMatchObject({
+      action: 'auth.login',
+      entityType: 'session',
+      tenantId: tenant.tenantId,
+      userName: user.userName,
+      userTenantId: tenant.tenantId,
+    });
     expect(JSON.stringify(ok.records)).not.toContain(ok.body.data.access_token);
 
     const bad = await login(tenant.tenantId, 'nobody-here', 'wrong-password-x');
@@ -236,7 +275,9 @@ describe('records of logins and logouts', () => {
     expect(locked.records[0]).toMatchObject({ action: 'auth.login_failed', userName: 'locked-out' });
     expect(locked.records[0]!.changes).toMatchObject({ status: 429 });
 
-    expect((await tenant.admin.put('/system/user-api', { userId: user.userId, userName: user.userName, roles: ['user'], status: '1' })).status).toBe(200);
+    expect((await tenant.admin.put('/system/user-api', { userId: user.userId, userName: user.userName, roles: ['user'], status: '1' })).status).toBe(
+      200,
+    );
     const disabled = await login(tenant.tenantId, user.userName, user.password);
     expect(disabled.status).toBe(403);
     expect(disabled.records[0]!.changes).toMatchObject({ status: 403, reason: expect.stringContaining('disabled') });

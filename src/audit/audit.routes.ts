@@ -19,10 +19,7 @@ const tags = ['audit'];
 const AUDIT_ERRORS = [400, 401, 403] as const;
 
 /** /system/audit-api: the audit trail, its cursor feed and its live stream. Admins only. */
-export const auditRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; feed: AuditFeed; streams: AuditStreams }> = async (
-  app,
-  { sql, feed, streams },
-) => {
+export const auditRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; feed: AuditFeed; streams: AuditStreams }> = async (app, { sql, feed, streams }) => {
   app.addSchema(AuditRecord);
 
   app.get(

@@ -5,8 +5,7 @@ const literals = (values: readonly string[]) => Type.Union(values.map((v) => Typ
 
 const Cursor = Type.String({ pattern: '^[0-9]{1,19}$', description: 'A record id; the feed continues after it' });
 /** `YYYY-MM-DD` or `YYYY-MM-DD HH:mm:ss`, in the server's time zone. */
-const TimeBound = (description: string) =>
-  Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}( \\d{2}:\\d{2}:\\d{2})?$', description });
+const TimeBound = (description: string) => Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}( \\d{2}:\\d{2}:\\d{2})?$', description });
 
 /** One audit record (DECISIONS §10). */
 export const AuditRecord = Type.Object(

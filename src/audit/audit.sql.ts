@@ -35,7 +35,8 @@ function timeBound(text: string, field: string, end: boolean): Date {
   const date = new Date(y, m - 1, d, h, mi, s);
   const exact = date.getFullYear() === y && date.getMonth() === m - 1 && date.getDate() === d && date.getHours() === h && date.getMinutes() === mi;
   assert(exact && date.getSeconds() === s, 400, `${field} ${text} is not a valid date and time`);
-  if (end) text.length === 10 ? date.setDate(date.getDate() + 1) : date.setSeconds(date.getSeconds() + 1);
+  if (end && text.length === 10) date.setDate(date.getDate() + 1);
+  else if (end) date.setSeconds(date.getSeconds() + 1);
   return date;
 }
 
