@@ -78,7 +78,10 @@ describe('the change feed under concurrent writers', () => {
             await recordAudit(tx, actor, [{ action: 'dept.update', entityType: 'dept', entityId: i, changes: { step: 'second' } }]);
           });
         } else if (kind === 1) {
-          expect((await node.root.post('/auth/login', { tenantId: '000000', username: 'admin', password: ADMIN_PASSWORD })).status).toBe(200);
+          // A refused login: its record is written on its own, outside any transaction. A new
+          // username each time, so the lockout (5 per tenant and username) never answers instead.
+          const refused = await node.root.post('/auth/login', { tenantId, username: `ghost-${worker}-${i}-${random(1e9)}`, password: 'wrong-password' });
+          expect(refused.status).toBe(401);
         } else {
           const res = await admin.post('/system/dept-api', { parentId: 0, deptName: `N${node === nodes[0] ? 1 : 2}-${worker}-${i}` });
           expect(res.status).toBe(200);
