@@ -13,6 +13,10 @@ export interface Config {
   /** Token lifetime in seconds. */
   tokenTtl: number;
   logLevel: string;
+  /** Seconds the start-up waits for the database to answer before giving up (DECISIONS §12). */
+  dbStartTimeout: number;
+  /** Seconds SIGTERM/SIGINT lets in-flight requests finish before they are cut off. */
+  shutdownTimeout: number;
 }
 
 export class ConfigError extends Error {}
@@ -67,5 +71,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jwtSecret,
     tokenTtl: integer(env, 'TOKEN_TTL', 7200, 1, 31_536_000),
     logLevel,
+    dbStartTimeout: integer(env, 'DB_START_TIMEOUT', 30, 1, 3600),
+    shutdownTimeout: integer(env, 'SHUTDOWN_TIMEOUT', 10, 0, 3600),
   };
 }
