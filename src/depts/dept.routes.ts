@@ -5,6 +5,7 @@ import { assert } from '../http/app.error.js';
 import { IdParam, IdsParam } from '../http/common.schema.js';
 import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { parseId, parseIds } from '../http/ids.js';
+import { assertIfMatchFits, etagOf, ifMatchOf } from '../http/etag.js';
 import { Dept, DeptCreate, DeptList, DeptListQuery, DeptNode, DeptTree, DeptUpdate } from './dept.schema.js';
 import { createDept, deleteDepts, getDept, listDepts, listParentChoices, toTree, updateDept } from './dept.sql.js';
 
@@ -33,10 +34,10 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
     '/',
     {
       config: { permission: 'system:dept:edit' },
-      schema: { tags, body: DeptUpdate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]) },
+      schema: { tags, body: DeptUpdate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409, 412]) },
     },
     async (request) => {
-      await sql.begin((tx) => updateDept(tx, request.caller, request.body));
+      await sql.begin((tx) => updateDept(tx, request.caller, request.body, ifMatchOf(request)));
       return null;
     },
   );
@@ -74,10 +75,11 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
       config: { permission: 'system:dept:query' },
       schema: { tags, params: IdParam, response: responses(Type.Ref('Dept'), [400, ...AUTHED, 404]) },
     },
-    async (request) => {
+    async (request, reply) => {
       const id = parseId(request.params.id, 'Department');
       const dept = await getDept(sql, request.caller.tenantId, id);
       assert(dept, 404, `Department ${id} not found`);
+      reply.header('etag', etagOf(dept));
       return dept;
     },
   );
@@ -86,11 +88,12 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
     '/:ids',
     {
       config: { permission: 'system:dept:remove' },
-      schema: { tags, params: IdsParam, response: responses(Type.Null(), [400, ...AUTHED, 404, 409]) },
+      schema: { tags, params: IdsParam, response: responses(Type.Null(), [400, ...AUTHED, 404, 409, 412]) },
     },
     async (request) => {
       const ids = parseIds(request.params.ids, 'Department');
-      await sql.begin((tx) => deleteDepts(tx, request.caller, ids));
+      assertIfMatchFits(ifMatchOf(request), ids);
+      await sql.begin((tx) => deleteDepts(tx, request.caller, ids, ifMatchOf(request)));
       return null;
     },
   );

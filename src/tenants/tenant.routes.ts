@@ -4,6 +4,7 @@ import type { Sql } from '../db/database.js';
 import { assert } from '../http/app.error.js';
 import { IdParam } from '../http/common.schema.js';
 import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
+import { etagOf, ifMatchOf } from '../http/etag.js';
 import { Tenant, TenantCreate, TenantListQuery, TenantPage, TenantUpdate } from './tenant.schema.js';
 import { createTenant, deleteTenant, getTenant, listTenants, updateTenant } from './tenant.sql.js';
 
@@ -30,10 +31,10 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
     '/',
     {
       config: { permission: 'system:tenant:edit' },
-      schema: { tags, body: TenantUpdate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]) },
+      schema: { tags, body: TenantUpdate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409, 412]) },
     },
     async (request) => {
-      await sql.begin((tx) => updateTenant(tx, request.caller, request.body));
+      await sql.begin((tx) => updateTenant(tx, request.caller, request.body, ifMatchOf(request)));
       return null;
     },
   );
@@ -53,9 +54,10 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
       config: { permission: 'system:tenant:query' },
       schema: { tags, params: IdParam, response: responses(Type.Ref('Tenant'), [400, ...AUTHED, 404]) },
     },
-    async (request) => {
+    async (request, reply) => {
       const tenant = await getTenant(sql, request.caller, request.params.id);
       assert(tenant, 404, `Tenant ${request.params.id} not found`);
+      reply.header('etag', etagOf(tenant));
       return tenant;
     },
   );
@@ -64,10 +66,10 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
     '/:id',
     {
       config: { permission: 'system:tenant:remove' },
-      schema: { tags, params: IdParam, response: responses(Type.Null(), [400, ...AUTHED, 404, 409]) },
+      schema: { tags, params: IdParam, response: responses(Type.Null(), [400, ...AUTHED, 404, 409, 412]) },
     },
     async (request) => {
-      await sql.begin((tx) => deleteTenant(tx, request.caller, request.params.id));
+      await sql.begin((tx) => deleteTenant(tx, request.caller, request.params.id, ifMatchOf(request)));
       return null;
     },
   );

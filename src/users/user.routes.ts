@@ -5,6 +5,7 @@ import { assert } from '../http/app.error.js';
 import { IdParam, IdsParam } from '../http/common.schema.js';
 import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { parseId, parseIds } from '../http/ids.js';
+import { assertIfMatchFits, etagOf, ifMatchOf } from '../http/etag.js';
 import { User, UserCreate, UserListQuery, UserUpdate } from './user.schema.js';
 import { createUser, deleteUsers, getUser, listUsers, updateUser } from './user.sql.js';
 
@@ -31,10 +32,10 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
     '/',
     {
       config: { permission: 'system:user:edit' },
-      schema: { tags, body: UserUpdate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]) },
+      schema: { tags, body: UserUpdate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409, 412]) },
     },
     async (request) => {
-      await sql.begin((tx) => updateUser(tx, request.caller, request.body));
+      await sql.begin((tx) => updateUser(tx, request.caller, request.body, ifMatchOf(request)));
       return null;
     },
   );
@@ -54,10 +55,11 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
       config: { permission: 'system:user:query' },
       schema: { tags, params: IdParam, response: responses(Type.Ref('User'), [400, ...AUTHED, 404]) },
     },
-    async (request) => {
+    async (request, reply) => {
       const id = parseId(request.params.id, 'User');
       const user = await getUser(sql, request.caller.tenantId, id);
       assert(user, 404, `User ${id} not found`);
+      reply.header('etag', etagOf(user));
       return user;
     },
   );
@@ -66,11 +68,12 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
     '/:ids',
     {
       config: { permission: 'system:user:remove' },
-      schema: { tags, params: IdsParam, response: responses(Type.Null(), [400, ...AUTHED, 404, 409]) },
+      schema: { tags, params: IdsParam, response: responses(Type.Null(), [400, ...AUTHED, 404, 409, 412]) },
     },
     async (request) => {
       const ids = parseIds(request.params.ids, 'User');
-      await sql.begin((tx) => deleteUsers(tx, request.caller, ids));
+      assertIfMatchFits(ifMatchOf(request), ids);
+      await sql.begin((tx) => deleteUsers(tx, request.caller, ids, ifMatchOf(request)));
       return null;
     },
   );
