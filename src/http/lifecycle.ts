@@ -24,9 +24,9 @@ const deadlines = new WeakMap<FastifyRequest, NodeJS.Timeout>();
  * (src/db/deadline.ts) end the work itself; this bounds what the client waits.
  *
  * Once app.close() starts (SIGTERM), requests that still arrive on open
- * keep-alive connections get a 503 envelope with `Connection: close`, and
- * long-lived streams are ended so they do not hold the shutdown up; requests
- * already running finish.
+ * keep-alive connections get a 503 envelope, every answer from then on
+ * carries `Connection: close`, and long-lived streams are ended so they do
+ * not hold the shutdown up; requests already running finish.
  */
 export const lifecyclePlugin = fp<{ requestDeadlineMs: number }>(async (app: FastifyInstance, { requestDeadlineMs }) => {
   let closing = false;
@@ -53,6 +53,12 @@ export const lifecyclePlugin = fp<{ requestDeadlineMs: number }>(async (app: Fas
   const clear = async (request: FastifyRequest) => clearTimeout(deadlines.get(request));
   app.addHook('onResponse', clear);
   app.addHook('onRequestAbort', clear);
+
+  // A keep-alive connection would otherwise stay open after its last answer and hold the shutdown up.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (closing) reply.header('connection', 'close');
+    return payload;
+  });
 
   app.addHook('preClose', async () => {
     closing = true;

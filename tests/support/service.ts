@@ -56,11 +56,11 @@ export interface Run {
   exited: Promise<Exit>;
 }
 
-/** Spawns `node --import tsx <script>` with only the given service variables. */
-export function run(script: string, env: Record<string, string>): Run {
+/** Spawns `node --import tsx <script> [args]` with only the given service variables. */
+export function run(script: string, env: Record<string, string>, args: string[] = []): Run {
   const clean = { ...process.env };
   for (const name of OURS) delete clean[name];
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT, env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (d) => (output += d));
   child.stderr!.on('data', (d) => (output += d));
