@@ -74,7 +74,7 @@ describe('graceful shutdown', () => {
     const request = await halfSentPost(service.base, '/system/dept-api', token, { parentId: 0, deptName: 'Never finished' });
     service.child.kill('SIGTERM');
     const exit = await service.exited;
-    expect(exit.code).not.toBe(0);
+    expect(exit.code, service.output()).not.toBe(0);
     expect(exit.code).not.toBeNull();
     expect(service.output()).toContain('cut off');
     request.socket.destroy();

@@ -7,6 +7,9 @@ import type { Database } from './database.js';
  * name; never the password). A refused login (SQLSTATE class 28) or a
  * missing database (3D000) fails at once: waiting will not fix them.
  */
+/** One attempt's bound: a silent server must not use the whole start-up budget in one go. */
+const ATTEMPT_MS = 5_000;
+
 export async function waitForDatabase(
   db: Database,
   timeoutSeconds: number,
@@ -21,7 +24,7 @@ export async function waitForDatabase(
       await Promise.race([
         db.sql`SELECT 1`,
         new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error('no answer')), Math.max(left, 0));
+          timer = setTimeout(() => reject(new Error('no answer')), Math.max(Math.min(left, ATTEMPT_MS), 0));
         }),
       ]);
       return;

@@ -12,7 +12,16 @@ declare module 'fastify' {
 /** Comfortably inside the 10 s DECISIONS §12 promises, and above the statement deadline (5 s) plus a reconnect. */
 export const REQUEST_DEADLINE_MS = 8_000;
 
-const deadlines = new WeakMap<FastifyRequest, NodeJS.Timeout>();
+const deadlines = new WeakMap<FastifyRequest, { timer: NodeJS.Timeout; since: number; left: number }>();
+
+function arm(request: FastifyRequest, reply: FastifyReply, ms: number): void {
+  const timer = setTimeout(() => {
+    if (reply.sent) return;
+    request.log.warn('request deadline passed');
+    void reply.send(new AppError(503, 'No answer in time: the database is unavailable or overloaded; retry later'));
+  }, Math.max(ms, 0));
+  deadlines.set(request, { timer, since: performance.now(), left: ms });
+}
 
 /**
  * Request deadline and shutdown behaviour (DECISIONS §12).
@@ -42,15 +51,22 @@ export const lifecyclePlugin = fp<{ requestDeadlineMs: number }>(async (app: Fas
       reply.raw.once('close', () => streams.delete(reply));
       return;
     }
-    if (requestDeadlineMs <= 0) return;
-    const timer = setTimeout(() => {
-      if (reply.sent) return;
-      request.log.warn({ deadlineMs: requestDeadlineMs }, 'request deadline passed');
-      void reply.send(new AppError(503, `No answer within ${requestDeadlineMs / 1000} s: the database is unavailable; retry later`));
-    }, requestDeadlineMs);
-    deadlines.set(request, timer);
+    if (requestDeadlineMs > 0) arm(request, reply, requestDeadlineMs);
   });
-  const clear = async (request: FastifyRequest) => clearTimeout(deadlines.get(request));
+  // The time the client takes to send its body is not ours to bound: the
+  // deadline pauses from the end of the onRequest hooks (token check included)
+  // until the body is in, then runs on with what is left.
+  app.addHook('preParsing', async (request) => {
+    const deadline = deadlines.get(request);
+    if (!deadline) return;
+    clearTimeout(deadline.timer);
+    deadline.left -= performance.now() - deadline.since;
+  });
+  app.addHook('preValidation', async (request, reply) => {
+    const deadline = deadlines.get(request);
+    if (deadline) arm(request, reply, deadline.left);
+  });
+  const clear = async (request: FastifyRequest) => clearTimeout(deadlines.get(request)?.timer);
   app.addHook('onResponse', clear);
   app.addHook('onRequestAbort', clear);
 
