@@ -1,14 +1,15 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { DataDirBusyError, lockDataDir } from '../src/db/data-dir.lock.js';
 import { call, loginAt, run, startService, type Run, type Service } from './support/service.js';
 
 // DECISIONS §12: a DATA_DIR has one owner. A second process refuses to
 // start, naming the directory and the holder; two started together never
-// both win; a lock left by kill -9 never blocks the next start. These run
-// the embedded database whatever database the suite uses.
+// both win; a lock left by kill -9 never blocks the next start. Embedded
+// mode only, so these run in the suite's PGlite run and are skipped when the
+// suite runs on PostgreSQL (they would test the same thing twice).
 
 const dirs: string[] = [];
 const processes: Run[] = [];
@@ -26,7 +27,7 @@ async function newDir(): Promise<string> {
 
 const PASSWORD = 'owner-test-pw-1';
 
-describe('the data directory lock', () => {
+describe.skipIf(inject('databaseUrl'))('the data directory lock', () => {
   it('admits exactly one of two lockers racing, again and again, and frees on release', async () => {
     const dir = await newDir();
     for (let round = 0; round < 10; round++) {
@@ -41,7 +42,7 @@ describe('the data directory lock', () => {
   });
 });
 
-describe('services on one DATA_DIR', () => {
+describe.skipIf(inject('databaseUrl'))('services on one DATA_DIR', () => {
   let dir: string;
   let owner: Service;
 

@@ -59,8 +59,13 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
   (helper.stdout as unknown as { unref(): void }).unref();
   (helper.stdin as unknown as { unref(): void }).unref();
   await writeFile(join(dir, OWNER_FILE), `${process.pid} ${hostname()} ${new Date().toISOString()}\n`);
+  let releasing = false;
+  helper.once('exit', () => {
+    if (!releasing) console.error(`The lock on DATA_DIR ${dir} was lost (its flock helper ended); stop this process before starting another`);
+  });
   return {
     async release() {
+      releasing = true;
       if (helper.exitCode !== null) return;
       const exited = new Promise((r) => helper.once('exit', r));
       helper.stdin.end();
