@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.js';
 import { openEmbedded, openPostgres, type Database } from './db/database.js';
@@ -27,6 +28,8 @@ async function main(): Promise<number> {
   if (given !== undefined && given.length < 8) throw new ConfigError('NEW_PASSWORD must be at least 8 characters');
   const password = given ?? randomPassword();
 
+  // Opening a missing DATA_DIR would create an empty database there.
+  if (!config.databaseUrl && !existsSync(config.dataDir)) throw new ConfigError(`DATA_DIR ${config.dataDir} does not exist; set DATA_DIR or DATABASE_URL as for the service`);
   const db: Database = config.databaseUrl ? openPostgres(config.databaseUrl) : await openEmbedded(config.dataDir);
   try {
     await waitForDatabase(db, config.dbStartTimeout, () => {});
