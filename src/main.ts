@@ -39,12 +39,6 @@ async function main(): Promise<void> {
 
   const app = await buildApp({ sql: db.sql, config });
   app.log.info({ database: db.description, migrations: applied }, 'database ready');
-  if (!generatedPassword && config.adminPassword && !(await adminPasswordMatches(db.sql, config.adminPassword))) {
-    app.log.warn(
-      'ADMIN_PASSWORD does not match the existing platform admin: it only seeds an empty database and is ignored here. ' +
-        'To reset the password, stop the service and run `npm run reset-password` (see README, "Running it safely").',
-    );
-  }
   await app.listen({ port: config.port, host: config.host });
 
   // DECISIONS §12: stop accepting, let in-flight requests finish for up to
@@ -76,6 +70,15 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  // After listening, so the check (one scrypt) does not delay readiness.
+  const matches = config.adminPassword && !generatedPassword ? await adminPasswordMatches(db.sql, config.adminPassword).catch(() => true) : true;
+  if (!matches) {
+    app.log.warn(
+      'ADMIN_PASSWORD does not match the existing platform admin: it only seeds an empty database and is ignored here. ' +
+        'To reset the password, run `npm run reset-password` (see README, "Running it safely").',
+    );
+  }
 }
 
 main().catch((err) => {
