@@ -60,7 +60,12 @@ async function main(): Promise<void> {
         app.log.error({ timeoutSeconds: config.shutdownTimeout }, 'shutdown: requests still running after SHUTDOWN_TIMEOUT were cut off');
         app.server.closeAllConnections();
       }
-      await db.close();
+      // Bounded, and the timer keeps the event loop alive: the embedded database's
+      // close can leave nothing pending, and Node would then exit on its own with
+      // whatever exit code PGlite set (0) instead of ours.
+      let closeTimer: NodeJS.Timeout | undefined;
+      await Promise.race([db.close(), new Promise((resolve) => (closeTimer = setTimeout(resolve, 10_000)))]);
+      clearTimeout(closeTimer);
       app.log.info({ outcome }, 'stopped');
       process.exit(outcome === 'clean' ? 0 : 1);
     } catch (err) {

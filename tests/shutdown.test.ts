@@ -63,6 +63,7 @@ describe('graceful shutdown', () => {
     expect(answer).toMatch(/HTTP\/1\.1 200 OK/);
     expect(answer).toContain('"code":200');
     expect(await service.exited).toEqual({ code: 0, signal: null });
+    expect(service.output()).toContain('"outcome":"clean"');
   });
 
   it('a request still unfinished after SHUTDOWN_TIMEOUT is cut off and the exit code is non-zero', async () => {
@@ -76,7 +77,7 @@ describe('graceful shutdown', () => {
     const exit = await service.exited;
     expect(exit.code, service.output()).not.toBe(0);
     expect(exit.code).not.toBeNull();
-    expect(service.output()).toContain('cut off');
+    expect(service.output()).toContain('"outcome":"cut off"');
     request.socket.destroy();
   });
 });
