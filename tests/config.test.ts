@@ -20,11 +20,13 @@ describe('loadConfig', () => {
       jwtSecret: undefined,
       tokenTtl: 7200,
       logLevel: 'info',
+      dbStartTimeout: 30,
+      shutdownTimeout: 10,
     });
   });
 
   it('treats empty strings as unset', () => {
-    const env = { PORT: '', HOST: '', DATABASE_URL: '', DATA_DIR: '', ADMIN_PASSWORD: '', JWT_SECRET: '', TOKEN_TTL: '', LOG_LEVEL: '', TZ: '' };
+    const env = { PORT: '', HOST: '', DATABASE_URL: '', DATA_DIR: '', ADMIN_PASSWORD: '', JWT_SECRET: '', TOKEN_TTL: '', LOG_LEVEL: '', TZ: '', DB_START_TIMEOUT: '', SHUTDOWN_TIMEOUT: '' };
     expect(loadConfig(env)).toEqual(loadConfig({}));
   });
 
@@ -39,6 +41,8 @@ describe('loadConfig', () => {
       TOKEN_TTL: '60',
       LOG_LEVEL: 'debug',
       TZ: 'Asia/Shanghai',
+      DB_START_TIMEOUT: '5',
+      SHUTDOWN_TIMEOUT: '0',
     };
     expect(loadConfig(env)).toEqual({
       port: 3000,
@@ -49,6 +53,8 @@ describe('loadConfig', () => {
       jwtSecret: 's'.repeat(32),
       tokenTtl: 60,
       logLevel: 'debug',
+      dbStartTimeout: 5,
+      shutdownTimeout: 0,
     });
     expect(loadConfig({ DATABASE_URL: 'postgres://localhost/x' }).databaseUrl).toBe('postgres://localhost/x');
     expect(loadConfig({ PORT: '0' }).port).toBe(0);
@@ -86,6 +92,11 @@ describe('loadConfig', () => {
     ['CORS_ORIGINS', 'https://admin.example.com/'],
     ['CORS_ORIGINS', 'https://admin.example.com/path'],
     ['CORS_ORIGINS', 'https://a.example.com,ftp//b'],
+    ['DB_START_TIMEOUT', '0'],
+    ['DB_START_TIMEOUT', '1.5'],
+    ['DB_START_TIMEOUT', '3601'],
+    ['SHUTDOWN_TIMEOUT', '-1'],
+    ['SHUTDOWN_TIMEOUT', 'soon'],
   ])('%s=%s throws a ConfigError naming the variable', (name, value) => {
     let thrown: unknown;
     try {
