@@ -4,6 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from './config.js';
 import type { Sql } from './db/database.js';
 import { envelopePlugin } from './http/envelope.plugin.js';
+import { lifecyclePlugin, REQUEST_DEADLINE_MS } from './http/lifecycle.js';
 import { installErrorHandler } from './http/error.handler.js';
 import { buildValidator } from './http/validation.js';
 import { installJsonParser } from './http/json.parser.js';
@@ -30,6 +31,8 @@ export interface AppOptions {
   /** false: no logging (tests). Otherwise pino at config.logLevel, to stdout or to logStream. */
   logger?: false;
   logStream?: NodeJS.WritableStream;
+  /** Milliseconds a request may take before it is answered 503 (src/http/lifecycle.ts); tests shorten it. */
+  requestDeadlineMs?: number;
 }
 
 /**
@@ -37,7 +40,7 @@ export interface AppOptions {
  * listens, the tests inject. Registration order: external plugins, then our
  * cross-cutting plugins, then one route plugin per resource.
  */
-export async function buildApp({ sql, config, logger, logStream, audit }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ sql, config, logger, logStream, audit, requestDeadlineMs = REQUEST_DEADLINE_MS }: AppOptions): Promise<FastifyInstance> {
   const loggerOptions: FastifyServerOptions['logger'] = {
     level: config.logLevel,
     // Tokens travel only in this header; passwords only in bodies, which are never logged.
@@ -55,6 +58,8 @@ export async function buildApp({ sql, config, logger, logStream, audit }: AppOpt
     schemaController: { compilersFactory: { buildValidator } },
     frameworkErrors,
     clientErrorHandler,
+    // Requests arriving during shutdown get our 503 envelope from lifecycle.ts instead of Fastify's own body.
+    return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // Only JSON bodies are accepted; Fastify's default text/plain parser would let other types through to validation.
@@ -66,6 +71,7 @@ export async function buildApp({ sql, config, logger, logStream, audit }: AppOpt
   installErrorHandler(app);
   await app.register(envelopePlugin);
   await app.register(headersPlugin, { corsOrigins: config.corsOrigins });
+  await app.register(lifecyclePlugin, { requestDeadlineMs });
 
   await registerOpenApi(app);
 

@@ -1,7 +1,7 @@
 import type { Sql } from './db/database.js';
 import { LOCK } from './db/locks.js';
 import { PLATFORM_TENANT } from './auth/auth.roles.js';
-import { hashPassword, randomPassword } from './auth/password.js';
+import { hashPassword, randomPassword, verifyPassword } from './auth/password.js';
 
 /**
  * DECISIONS §3: an empty database gets the platform tenant 000000, its root
@@ -27,4 +27,16 @@ export async function bootstrap(sql: Sql, adminPassword: string | undefined): Pr
       VALUES (${PLATFORM_TENANT}, ${dept!.deptId}, 'admin', 'Administrator', 'superadmin', ${await hashPassword(password)}, 'system')`;
     return adminPassword === undefined ? { generatedPassword: password } : {};
   });
+}
+
+/**
+ * DECISIONS §12: ADMIN_PASSWORD only seeds an empty database. When it is set
+ * but no longer opens the platform `admin` (changed since, or reset), start-up
+ * warns instead of silently ignoring it. False when there is no live admin.
+ */
+export async function adminPasswordMatches(sql: Sql, adminPassword: string): Promise<boolean> {
+  const [admin] = await sql<{ passwordHash: string }[]>`
+    SELECT password_hash AS "passwordHash" FROM sys_user
+    WHERE tenant_id = ${PLATFORM_TENANT} AND user_name = 'admin' AND del_flag = '0'`;
+  return admin !== undefined && (await verifyPassword(adminPassword, admin.passwordHash));
 }

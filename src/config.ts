@@ -20,6 +20,10 @@ export interface Config {
   auditRetentionDays: number;
   /** Origins allowed to call from a browser (CORS); undefined: CORS off, no CORS headers. */
   corsOrigins: string[] | undefined;
+  /** Seconds the start-up waits for the database to answer before giving up (DECISIONS §12). */
+  dbStartTimeout: number;
+  /** Seconds SIGTERM/SIGINT lets in-flight requests finish before they are cut off. */
+  shutdownTimeout: number;
 }
 
 export class ConfigError extends Error {}
@@ -106,5 +110,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel,
     auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, 1, 36_500),
     corsOrigins: origins(env),
+    dbStartTimeout: integer(env, 'DB_START_TIMEOUT', 30, 1, 3600),
+    shutdownTimeout: integer(env, 'SHUTDOWN_TIMEOUT', 10, 0, 3600),
   };
 }

@@ -6,6 +6,9 @@ import { responses } from './http/envelope.schema.js';
 
 const Health = Type.Object({ status: Type.String() }, { $id: 'Health' });
 
+/** /readyz answers 503 this quickly when the database is silent, well before any statement deadline. */
+const READY_WITHIN_MS = 2_000;
+
 /** Liveness (the process answers) and readiness (the database answers). */
 export const healthRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, { sql }) => {
   app.addSchema(Health);
@@ -33,10 +36,16 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
       },
     },
     async () => {
+      let timer: NodeJS.Timeout | undefined;
+      const silent = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('no answer')), READY_WITHIN_MS);
+      });
       try {
-        await sql`SELECT 1`;
+        await Promise.race([sql`SELECT 1`, silent]);
       } catch {
         throw new AppError(503, 'Database unavailable');
+      } finally {
+        clearTimeout(timer);
       }
       return { status: 'ready' };
     },

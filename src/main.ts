@@ -1,7 +1,9 @@
 import { ConfigError, loadConfig, loadEnvFile, type Config } from './config.js';
 import { openEmbedded, openPostgres, type Database } from './db/database.js';
+import { DataDirBusyError } from './db/data-dir.lock.js';
+import { waitForDatabase } from './db/startup.js';
 import { migrate } from './db/migrate.js';
-import { bootstrap } from './bootstrap.js';
+import { adminPasswordMatches, bootstrap } from './bootstrap.js';
 import { buildApp } from './app.js';
 
 async function openDatabase(config: Config): Promise<Database> {
@@ -22,7 +24,14 @@ async function main(): Promise<void> {
   }
 
   const db = await openDatabase(config);
+  await waitForDatabase(db, config.dbStartTimeout, (error, retryInMs) =>
+    console.error(`${db.description} not answering (${error}); retrying in ${(retryInMs / 1000).toFixed(1)} s`),
+  );
+  // Migrations may legitimately run long (an index on a big table, another node's turn first).
+  const statementDeadline = db.deadline.ms;
+  db.deadline.ms = 0;
   const applied = await migrate(db.sql);
+  db.deadline.ms = statementDeadline;
   const { generatedPassword } = await bootstrap(db.sql, config.adminPassword);
   if (generatedPassword) {
     // Printed once, on first start only, as a plain line of its own between the
@@ -35,15 +44,33 @@ async function main(): Promise<void> {
   app.log.info({ database: db.description, migrations: applied }, 'database ready');
   await app.listen({ port: config.port, host: config.host });
 
+  // DECISIONS §12: stop accepting, let in-flight requests finish for up to
+  // SHUTDOWN_TIMEOUT seconds, then exit: 0 when everything finished, 1 when
+  // requests had to be cut off.
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
-    app.log.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
+    app.log.info({ signal, timeoutSeconds: config.shutdownTimeout }, 'shutting down: no new connections, finishing in-flight requests');
+    let timer: NodeJS.Timeout | undefined;
+    const cutOff = new Promise<'cut off'>((resolve) => {
+      timer = setTimeout(() => resolve('cut off'), config.shutdownTimeout * 1000);
+    });
     try {
-      await app.close();
-      await db.close();
-      process.exit(0);
+      const outcome = await Promise.race([app.close().then(() => 'clean' as const), cutOff]);
+      clearTimeout(timer);
+      if (outcome === 'cut off') {
+        app.log.error({ timeoutSeconds: config.shutdownTimeout }, 'shutdown: requests still running after SHUTDOWN_TIMEOUT were cut off');
+        app.server.closeAllConnections();
+      }
+      // Bounded, and the timer keeps the event loop alive: the embedded database's
+      // close can leave nothing pending, and Node would then exit on its own with
+      // whatever exit code PGlite set (0) instead of ours.
+      let closeTimer: NodeJS.Timeout | undefined;
+      await Promise.race([db.close(), new Promise((resolve) => (closeTimer = setTimeout(resolve, 10_000)))]);
+      clearTimeout(closeTimer);
+      app.log.info({ outcome }, 'stopped');
+      process.exit(outcome === 'clean' ? 0 : 1);
     } catch (err) {
       app.log.error({ err }, 'shutdown failed');
       process.exit(1);
@@ -51,9 +78,22 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  // After listening, so the check (one scrypt) does not delay readiness.
+  const matches = config.adminPassword && !generatedPassword ? await adminPasswordMatches(db.sql, config.adminPassword).catch(() => true) : true;
+  if (!matches) {
+    app.log.warn(
+      'ADMIN_PASSWORD does not match the existing platform admin: it only seeds an empty database and is ignored here. ' +
+        'To reset the password, run `npm run reset-password` (see README, "Running it safely").',
+    );
+  }
 }
 
 main().catch((err) => {
+  if (err instanceof DataDirBusyError) {
+    console.error(`Refusing to start: ${err.message}`);
+    process.exit(73);
+  }
   console.error('Failed to start:', err instanceof Error ? err.message : err);
   process.exit(1);
 });

@@ -21,11 +21,13 @@ describe('loadConfig', () => {
       tokenTtl: 7200,
       logLevel: 'info',
       auditRetentionDays: 365,
+      dbStartTimeout: 30,
+      shutdownTimeout: 10,
     });
   });
 
   it('treats empty strings as unset', () => {
-    const env = { PORT: '', HOST: '', DATABASE_URL: '', DATA_DIR: '', ADMIN_PASSWORD: '', JWT_SECRET: '', TOKEN_TTL: '', LOG_LEVEL: '', TZ: '', AUDIT_RETENTION_DAYS: '' };
+    const env = { PORT: '', HOST: '', DATABASE_URL: '', DATA_DIR: '', ADMIN_PASSWORD: '', JWT_SECRET: '', TOKEN_TTL: '', LOG_LEVEL: '', TZ: '', DB_START_TIMEOUT: '', SHUTDOWN_TIMEOUT: '', AUDIT_RETENTION_DAYS: '' };
     expect(loadConfig(env)).toEqual(loadConfig({}));
   });
 
@@ -41,6 +43,8 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'debug',
       TZ: 'Asia/Shanghai',
       AUDIT_RETENTION_DAYS: '30',
+      DB_START_TIMEOUT: '5',
+      SHUTDOWN_TIMEOUT: '0',
     };
     expect(loadConfig(env)).toEqual({
       port: 3000,
@@ -52,6 +56,8 @@ describe('loadConfig', () => {
       tokenTtl: 60,
       logLevel: 'debug',
       auditRetentionDays: 30,
+      dbStartTimeout: 5,
+      shutdownTimeout: 0,
     });
     expect(loadConfig({ DATABASE_URL: 'postgres://localhost/x' }).databaseUrl).toBe('postgres://localhost/x');
     expect(loadConfig({ PORT: '0' }).port).toBe(0);
@@ -94,6 +100,11 @@ describe('loadConfig', () => {
     ['CORS_ORIGINS', 'https://admin.example.com/'],
     ['CORS_ORIGINS', 'https://admin.example.com/path'],
     ['CORS_ORIGINS', 'https://a.example.com,ftp//b'],
+    ['DB_START_TIMEOUT', '0'],
+    ['DB_START_TIMEOUT', '1.5'],
+    ['DB_START_TIMEOUT', '3601'],
+    ['SHUTDOWN_TIMEOUT', '-1'],
+    ['SHUTDOWN_TIMEOUT', 'soon'],
   ])('%s=%s throws a ConfigError naming the variable', (name, value) => {
     let thrown: unknown;
     try {

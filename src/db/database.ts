@@ -1,5 +1,7 @@
 import postgres from 'postgres';
 import { mkdir } from 'node:fs/promises';
+import { lockDataDir } from './data-dir.lock.js';
+import { watchedSocket, type Deadline } from './deadline.js';
 
 // int8 columns (ids, counts) come back as JS numbers: department and user ids
 // are JSON numbers in the contract and stay far below 2^53. The tenant's
@@ -25,8 +27,20 @@ export interface Database {
   sql: Sql;
   /** Where the data lives, for the start-up log (never includes a password). */
   description: string;
+  /** The client-side statement deadline (0: none); start-up lifts it while migrations run. */
+  deadline: Deadline;
   close(): Promise<void>;
 }
+
+/**
+ * Bounded waits on PostgreSQL (DECISIONS §12). A silent statement is cut
+ * after STATEMENT_DEADLINE_MS and a connection attempt after CONNECT_TIMEOUT_S,
+ * so with the request deadline (src/http/deadline.ts) a frozen database turns
+ * requests into 503 within 10 s. Reconnect back-off is capped at 2 s so the
+ * pool comes back soon after the database does.
+ */
+export const STATEMENT_DEADLINE_MS = 5_000;
+const CONNECT_TIMEOUT_S = 5;
 
 function connect(url: string | undefined, options: postgres.Options<typeof types>): Sql {
   const merged = { ...options, types, onnotice: () => {} };
@@ -34,10 +48,26 @@ function connect(url: string | undefined, options: postgres.Options<typeof types
 }
 
 export function openPostgres(url: string, max = 10): Database {
-  const sql = connect(url, { max, connection: { application_name: 'dept-tenant-service' } });
+  const deadline = { ms: STATEMENT_DEADLINE_MS };
+  const sql = connect(url, {
+    max,
+    connect_timeout: CONNECT_TIMEOUT_S,
+    // Idle connections are closed after a minute, so few survive an outage to fail on their next use.
+    idle_timeout: 60,
+    keep_alive: 15,
+    backoff: (retries: number) => Math.min(0.1 * 2 ** retries, 2),
+    // postgres.js supports a socket factory but does not declare it in its types.
+    ...({ socket: watchedSocket(deadline) } as object),
+    connection: {
+      application_name: 'dept-tenant-service',
+      // A transaction whose client vanished (a cut network) releases its locks on the server's own clock.
+      idle_in_transaction_session_timeout: 60_000,
+    },
+  });
   const safe = new URL(url);
   return {
     sql,
+    deadline,
     description: `PostgreSQL at ${safe.hostname}:${safe.port || 5432}${safe.pathname}`,
     close: () => sql.end({ timeout: 5 }),
   };
@@ -48,13 +78,18 @@ export function openPostgres(url: string, max = 10): Database {
  * undefined), served over the PostgreSQL wire protocol on a private loopback
  * port so the same postgres.js code runs in both modes. One connection only:
  * the socket server multiplexes connections onto one backend and would mix
- * their transactions.
+ * their transactions. A data directory has one owner process (data-dir.lock.ts);
+ * opening one that another process holds throws DataDirBusyError.
  */
 export async function openEmbedded(dataDir: string | undefined): Promise<Database> {
   const { PGlite } = await import('@electric-sql/pglite');
   const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
   if (dataDir !== undefined) await mkdir(dataDir, { recursive: true });
-  const db = await PGlite.create(dataDir);
+  const lock = dataDir === undefined ? undefined : await lockDataDir(dataDir);
+  const db = await PGlite.create(dataDir).catch(async (err: unknown) => {
+    await lock?.release();
+    throw err;
+  });
   const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 1 });
   await server.start();
   const [host, port] = server.getServerConn().split(':');
@@ -64,11 +99,14 @@ export async function openEmbedded(dataDir: string | undefined): Promise<Databas
   const sql = connect(undefined, { host, port: Number(port), user: 'postgres', database: 'postgres', max: 1, max_lifetime: null });
   return {
     sql,
+    // In-process: it cannot fall silent while this process runs.
+    deadline: { ms: 0 },
     description: dataDir === undefined ? 'embedded PGlite (in memory)' : `embedded PGlite in ${dataDir}`,
     async close() {
       await sql.end({ timeout: 5 });
       await server.stop();
       await db.close();
+      await lock?.release();
     },
   };
 }

@@ -7,6 +7,7 @@ import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.j
 import { REVALIDATE } from '../http/headers.plugin.js';
 import { requestActor } from '../audit/audit.record.js';
 import { parseId, parseIds } from '../http/ids.js';
+import { assertIfMatchFits, etagOf, ifMatchOf } from '../http/etag.js';
 import { Dept, DeptCreate, DeptList, DeptListQuery, DeptNode, DeptTree, DeptUpdate } from './dept.schema.js';
 import { createDept, deleteDepts, getDept, listDepts, listParentChoices, toTree, updateDept } from './dept.sql.js';
 
@@ -46,11 +47,11 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
         description: 'Full replacement: optional fields not sent return to their defaults.',
         tags,
         body: RefTo(DeptUpdate),
-        response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]),
+        response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409, 412]),
       },
     },
     async (request) => {
-      await sql.begin((tx) => updateDept(tx, requestActor(request), request.body));
+      await sql.begin((tx) => updateDept(tx, requestActor(request), request.body, ifMatchOf(request)));
       return null;
     },
   );
@@ -102,10 +103,11 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
       config: { permission: 'system:dept:query' },
       schema: { operationId: 'getDept', summary: 'Get a department', tags, params: IdParam, response: responses(Type.Ref('Dept'), [400, ...AUTHED, 404]) },
     },
-    async (request) => {
+    async (request, reply) => {
       const id = parseId(request.params.id, 'Department');
       const dept = await getDept(sql, request.caller.tenantId, id);
       assert(dept, 404, `Department ${id} not found`);
+      reply.header('etag', etagOf(dept));
       return dept;
     },
   );
@@ -119,12 +121,13 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
         summary: 'Delete one department or several (comma-separated ids, all or nothing)',
         tags,
         params: IdsParam,
-        response: responses(Type.Null(), [400, ...AUTHED, 404, 409]),
+        response: responses(Type.Null(), [400, ...AUTHED, 404, 409, 412]),
       },
     },
     async (request) => {
       const ids = parseIds(request.params.ids, 'Department');
-      await sql.begin((tx) => deleteDepts(tx, requestActor(request), ids));
+      assertIfMatchFits(ifMatchOf(request), ids);
+      await sql.begin((tx) => deleteDepts(tx, requestActor(request), ids, ifMatchOf(request)));
       return null;
     },
   );

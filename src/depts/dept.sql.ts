@@ -2,6 +2,7 @@ import type { Db, Tx } from '../db/database.js';
 import { lockOrganisation } from '../db/locks.js';
 import { containing } from '../db/sql.helpers.js';
 import { assert } from '../http/app.error.js';
+import { checkIfMatch } from '../http/etag.js';
 import { formatDateTime } from '../time.js';
 import { assertOwnTenant, type Actor } from '../auth/auth.plugin.js';
 import { diff, recordAudit, values, type RowImage } from '../audit/audit.record.js';
@@ -125,7 +126,7 @@ export async function createDept(tx: Tx, actor: Actor, input: DeptCreate): Promi
  * and its whole subtree's paths are rewritten by one statement each,
  * whatever the subtree's size.
  */
-export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate): Promise<void> {
+export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatch?: string): Promise<void> {
   assertOwnTenant(actor, input.tenantId, 'departments');
   const deptName = trimmedName(input.deptName);
   const { tenantId } = actor;
@@ -136,6 +137,7 @@ export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate): Promi
     SELECT parent_id AS "parentId", ancestors, status, to_jsonb(sys_dept) AS image FROM sys_dept
     WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId} AND del_flag = '0'`;
   assert(current, 404, `Department ${input.deptId} not found`);
+  await checkIfMatch(ifMatch, () => getDept(tx, tenantId, input.deptId), `Department ${input.deptId}`);
 
   // Rule: a department is never its own ancestor, directly or through its descendants.
   assert(input.parentId !== input.deptId, 409, `Department ${input.deptId} cannot be its own parent`);
@@ -199,7 +201,7 @@ export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate): Promi
  * be a live department of the caller's tenant (404 naming the missing ones)
  * and none may have a live child department or a live user (409 naming it).
  */
-export async function deleteDepts(tx: Tx, actor: Actor, ids: number[]): Promise<void> {
+export async function deleteDepts(tx: Tx, actor: Actor, ids: number[], ifMatch?: string): Promise<void> {
   const { tenantId } = actor;
   await lockOrganisation(tx, tenantId);
   const found = await tx<{ deptId: number }[]>`
@@ -208,6 +210,7 @@ export async function deleteDepts(tx: Tx, actor: Actor, ids: number[]): Promise<
   const live = new Set(found.map((r) => r.deptId));
   const missing = ids.filter((id) => !live.has(id));
   assert(missing.length === 0, 404, `Department(s) not found: ${missing.slice(0, 20).join(', ')}`);
+  await checkIfMatch(ifMatch, () => getDept(tx, tenantId, ids[0]!), `Department ${ids[0]}`);
 
   // Rule: no target with a live child department or a live user; the first one found is named.
   const [blocked] = await tx<{ deptId: number; deptName: string; hasChild: boolean }[]>`

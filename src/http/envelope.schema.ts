@@ -35,10 +35,14 @@ export const Created = Type.Null({ [LOCATION]: "The new resource's path, e.g. /s
 
 export type ErrorStatus = AppError['status'] | 500;
 
-/** The `response` map of a route: its 200 data schema plus every failure it can answer. */
+/**
+ * The `response` map of a route: its 200 data schema plus every failure it
+ * can answer. Any route can fail unexpectedly (500) or meet an unavailable
+ * database, a request deadline or a shutdown (503).
+ */
 export function responses(data: TSchema, errors: ErrorStatus[]) {
   const map: Record<number, TSchema> = { 200: data };
-  for (const status of [...new Set<ErrorStatus>([...errors, 500])]) {
+  for (const status of [...new Set<ErrorStatus>([...errors, 500, 503])]) {
     map[status] = Type.Ref('ErrorEnvelope');
   }
   return map;

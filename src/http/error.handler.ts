@@ -38,6 +38,25 @@ const SQLSTATE: Record<string, [AppError['status'], string]> = {
   '2200H': [409, 'No more six-digit tenant codes are available'],
 };
 
+/**
+ * Failures that mean "the database cannot be reached or stopped answering",
+ * not "this request was wrong": 503, retry later (DECISIONS §1, §12).
+ * postgres.js codes, our statement deadline (src/db/deadline.ts), socket
+ * errors, and SQLSTATEs of class 08 (connection exception), server shutdown
+ * or start-up (57P01-57P03), too many connections (53300) and a cancelled
+ * statement (57014).
+ */
+const UNAVAILABLE = new Set([
+  'CONNECTION_DESTROYED', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECT_TIMEOUT', 'STATEMENT_DEADLINE',
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
+  '57P01', '57P02', '57P03', '53300', '57014',
+]);
+
+function isUnavailable(error: Error): boolean {
+  const code = String((error as { code?: unknown }).code ?? '');
+  return UNAVAILABLE.has(code) || (isPgError(error) && code.startsWith('08'));
+}
+
 interface PgError {
   code: string;
   constraint_name?: string;
@@ -77,6 +96,7 @@ function describeValidation(errors: FastifySchemaValidationError[], context: str
 
 function classify(error: FastifyError | Error): [number, string] {
   if (error instanceof AppError) return [error.status, error.message];
+  if (isUnavailable(error)) return [503, 'The database is unavailable; retry later'];
   if (isPgError(error)) {
     const known = (error.constraint_name && CONSTRAINTS[error.constraint_name]) || SQLSTATE[error.code];
     if (known) return known;

@@ -6,6 +6,7 @@ import { IdParam, RefTo } from '../http/common.schema.js';
 import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { PackageBo, QuotaBo, RuleBo, Tenant, TenantCreate, TenantListQuery, TenantPage, TenantUpdate } from './tenant.schema.js';
 import { requestActor } from '../audit/audit.record.js';
+import { etagOf, ifMatchOf } from '../http/etag.js';
 import { createTenant, deleteTenant, getTenant, listTenants, updateTenant } from './tenant.sql.js';
 
 const tags = ['tenants'];
@@ -44,11 +45,11 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
         description: 'Full replacement; tenantId and tenantParent never change.',
         tags,
         body: RefTo(TenantUpdate),
-        response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]),
+        response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409, 412]),
       },
     },
     async (request) => {
-      await sql.begin((tx) => updateTenant(tx, requestActor(request), request.body));
+      await sql.begin((tx) => updateTenant(tx, requestActor(request), request.body, ifMatchOf(request)));
       return null;
     },
   );
@@ -74,9 +75,10 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
       config: { permission: 'system:tenant:query' },
       schema: { operationId: 'getTenant', summary: 'Get a tenant', tags, params: IdParam, response: responses(Type.Ref('Tenant'), [400, ...AUTHED, 404]) },
     },
-    async (request) => {
+    async (request, reply) => {
       const tenant = await getTenant(sql, request.caller, request.params.id);
       assert(tenant, 404, `Tenant ${request.params.id} not found`);
+      reply.header('etag', etagOf(tenant));
       return tenant;
     },
   );
@@ -90,11 +92,11 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
         summary: 'Delete a tenant (logically)',
         tags,
         params: IdParam,
-        response: responses(Type.Null(), [400, ...AUTHED, 404, 409]),
+        response: responses(Type.Null(), [400, ...AUTHED, 404, 409, 412]),
       },
     },
     async (request) => {
-      await sql.begin((tx) => deleteTenant(tx, requestActor(request), request.params.id));
+      await sql.begin((tx) => deleteTenant(tx, requestActor(request), request.params.id, ifMatchOf(request)));
       return null;
     },
   );

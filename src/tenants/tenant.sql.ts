@@ -1,5 +1,6 @@
 import type { Db, Tx } from '../db/database.js';
 import { assert } from '../http/app.error.js';
+import { checkIfMatch } from '../http/etag.js';
 import { parseInternalId } from '../http/ids.js';
 import { formatDateTime, today } from '../time.js';
 import { isSuperadmin, type Actor, type Caller } from '../auth/auth.plugin.js';
@@ -264,7 +265,7 @@ function liveToday(p: Period): boolean {
 }
 
 /** Full replacement. tenantId and tenantParent are fixed for life: repeating them is fine, changing them is 400. */
-export async function updateTenant(tx: Tx, caller: Caller & Actor, input: TenantUpdate): Promise<void> {
+export async function updateTenant(tx: Tx, caller: Caller & Actor, input: TenantUpdate, ifMatch?: string): Promise<void> {
   const [target] = await tx<({ tenantId: string; tenantParent: string | null; ancestors: string; image: RowImage } & Period)[]>`
     SELECT t.tenant_id AS "tenantId", t.tenant_parent AS "tenantParent", t.ancestors,
            t.status, t.start_time::text AS "startTime", t.end_time::text AS "endTime", ${IMAGE(tx)} FROM sys_tenant t
@@ -272,6 +273,7 @@ export async function updateTenant(tx: Tx, caller: Caller & Actor, input: Tenant
     FOR UPDATE`;
   assert(target, 404, `Tenant ${input.id} not found`);
   assertMayChange(caller, target, 'updated');
+  await checkIfMatch(ifMatch, () => getTenant(tx, caller, input.id), `Tenant ${input.id}`);
   assert(input.tenantId === undefined || input.tenantId === target.tenantId, 400, `tenantId cannot change (it is ${target.tenantId})`);
   assert(
     input.tenantParent === undefined || input.tenantParent === target.tenantParent,
@@ -293,13 +295,14 @@ export async function updateTenant(tx: Tx, caller: Caller & Actor, input: Tenant
 }
 
 /** Logical delete, refused while live child tenants exist. */
-export async function deleteTenant(tx: Tx, caller: Caller & Actor, id: string): Promise<void> {
+export async function deleteTenant(tx: Tx, caller: Caller & Actor, id: string, ifMatch?: string): Promise<void> {
   const [target] = await tx<{ tenantId: string; ancestors: string }[]>`
     SELECT t.tenant_id AS "tenantId", t.ancestors FROM sys_tenant t
     WHERE t.id = ${parseInternalId(id, 'Tenant')}::bigint AND ${visibleTo(tx, caller)}
     FOR UPDATE`;
   assert(target, 404, `Tenant ${id} not found`);
   assertMayChange(caller, target, 'deleted');
+  await checkIfMatch(ifMatch, () => getTenant(tx, caller, id), `Tenant ${id}`);
   const [child] = await tx<{ tenantId: string }[]>`
     SELECT tenant_id AS "tenantId" FROM sys_tenant WHERE tenant_parent = ${target.tenantId} AND del_flag = '0' LIMIT 1`;
   assert(!child, 409, `Tenant ${target.tenantId} has live child tenant ${child?.tenantId}; delete it first`);

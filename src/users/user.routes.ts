@@ -6,6 +6,7 @@ import { IdParam, IdsParam, RefTo } from '../http/common.schema.js';
 import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { requestActor } from '../audit/audit.record.js';
 import { parseId, parseIds } from '../http/ids.js';
+import { assertIfMatchFits, etagOf, ifMatchOf } from '../http/etag.js';
 import { User, UserCreate, UserListQuery, UserUpdate } from './user.schema.js';
 import { createUser, deleteUsers, getUser, listUsers, updateUser } from './user.sql.js';
 
@@ -44,11 +45,11 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
         description: 'Full replacement; the password changes only when sent, and then every token of the user is revoked.',
         tags,
         body: RefTo(UserUpdate),
-        response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]),
+        response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409, 412]),
       },
     },
     async (request) => {
-      await sql.begin((tx) => updateUser(tx, requestActor(request), request.body));
+      await sql.begin((tx) => updateUser(tx, requestActor(request), request.body, ifMatchOf(request)));
       return null;
     },
   );
@@ -74,10 +75,11 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
       config: { permission: 'system:user:query' },
       schema: { operationId: 'getUser', summary: 'Get a user', tags, params: IdParam, response: responses(Type.Ref('User'), [400, ...AUTHED, 404]) },
     },
-    async (request) => {
+    async (request, reply) => {
       const id = parseId(request.params.id, 'User');
       const user = await getUser(sql, request.caller.tenantId, id);
       assert(user, 404, `User ${id} not found`);
+      reply.header('etag', etagOf(user));
       return user;
     },
   );
@@ -91,12 +93,13 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
         summary: 'Delete one user or several (comma-separated ids, all or nothing)',
         tags,
         params: IdsParam,
-        response: responses(Type.Null(), [400, ...AUTHED, 404, 409]),
+        response: responses(Type.Null(), [400, ...AUTHED, 404, 409, 412]),
       },
     },
     async (request) => {
       const ids = parseIds(request.params.ids, 'User');
-      await sql.begin((tx) => deleteUsers(tx, requestActor(request), ids));
+      assertIfMatchFits(ifMatchOf(request), ids);
+      await sql.begin((tx) => deleteUsers(tx, requestActor(request), ids, ifMatchOf(request)));
       return null;
     },
   );

@@ -1,6 +1,7 @@
 import type { Db, Tx } from '../db/database.js';
 import { lockOrganisation } from '../db/locks.js';
 import { assert } from '../http/app.error.js';
+import { checkIfMatch } from '../http/etag.js';
 import { formatDateTime } from '../time.js';
 import { hashPassword } from '../auth/password.js';
 import { revokeSessionsOfUsers, revokeUserSessions } from '../auth/auth.sql.js';
@@ -98,11 +99,12 @@ async function lockChangeableUsers(tx: Tx, tenantId: string, userIds: number[]):
   return new Map(rows.map((r) => [r.userId, r.image]));
 }
 
-export async function updateUser(tx: Tx, actor: Actor & { userId: number }, input: UserUpdate): Promise<void> {
+export async function updateUser(tx: Tx, actor: Actor & { userId: number }, input: UserUpdate, ifMatch?: string): Promise<void> {
   assertOwnTenant(actor, input.tenantId, 'users');
   const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
   await lockOrganisation(tx, actor.tenantId);
   const before = (await lockChangeableUsers(tx, actor.tenantId, [input.userId])).get(input.userId)!;
+  await checkIfMatch(ifMatch, () => getUser(tx, actor.tenantId, input.userId), `User ${input.userId}`);
   await checkDept(tx, actor.tenantId, input.deptId);
   const [after] = await tx<{ image: RowImage }[]>`
     UPDATE sys_user SET
@@ -130,10 +132,11 @@ function userUpdateRecords(userId: number, before: RowImage, after: RowImage, pa
   return records;
 }
 
-export async function deleteUsers(tx: Tx, actor: Actor & { userId: number }, ids: number[]): Promise<void> {
+export async function deleteUsers(tx: Tx, actor: Actor & { userId: number }, ids: number[], ifMatch?: string): Promise<void> {
   assert(!ids.includes(actor.userId), 409, 'You cannot delete your own account');
   await lockOrganisation(tx, actor.tenantId);
   await lockChangeableUsers(tx, actor.tenantId, ids);
+  await checkIfMatch(ifMatch, () => getUser(tx, actor.tenantId, ids[0]!), `User ${ids[0]}`);
   const deleted = await tx<{ userId: number; image: RowImage }[]>`
     UPDATE sys_user SET del_flag = '2', update_by = ${actor.userName}, update_time = now()
     WHERE tenant_id = ${actor.tenantId} AND user_id = ANY(${ids}::bigint[])

@@ -1,0 +1,57 @@
+import { createHash } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import { assert } from './app.error.js';
+
+/**
+ * Lost-update protection (DECISIONS §11) for one department, user or tenant.
+ *
+ * The ETag is a hash of the record exactly as GET returns it, so it changes
+ * whenever anything a client can see changes (updateTime included) and
+ * never because of a write that leaves the record as it was; no version
+ * column to keep in step, and bookkeeping writes cannot disturb it.
+ *
+ * `If-Match` on PUT and single-id DELETE is checked inside the write's
+ * transaction, after the write has locked the record (organisation lock or
+ * row lock), so of two writes sent with the same ETag the second sees the
+ * first's result and is refused with 412. `*` matches any live record.
+ * Without If-Match a write behaves as before (RuoYi clients do not send it).
+ */
+export function etagOf(record: object): string {
+  return `"${createHash('sha256').update(JSON.stringify(record)).digest('base64url').slice(0, 32)}"`;
+}
+
+export function ifMatchOf(request: FastifyRequest): string | undefined {
+  const value = request.headers['if-match'];
+  return value === undefined || value.trim() === '' ? undefined : value;
+}
+
+/** Strong comparison (RFC 9110 §13.1.1): a weak tag W/"…" never matches. */
+function matches(ifMatch: string, etag: string): boolean {
+  return ifMatch.trim() === '*' || ifMatch.split(',').some((tag) => tag.trim() === etag);
+}
+
+/**
+ * Called by a write after it has locked the record and found it live: 412
+ * unless If-Match is absent, `*`, or names the record's current ETag.
+ */
+export async function checkIfMatch(ifMatch: string | undefined, current: () => Promise<object | undefined>, what: string): Promise<void> {
+  if (ifMatch === undefined || ifMatch.trim() === '*') return;
+  const record = await current();
+  assert(
+    record && matches(ifMatch, etagOf(record)),
+    412,
+    `${what} has changed since you read it: If-Match ${ifMatch} is not its current ETag; GET it again and reapply your change`,
+  );
+}
+
+/**
+ * A multi-id DELETE cannot carry one version for several records: only `*`
+ * (every id must be live, as always) is accepted there; anything else is 400.
+ */
+export function assertIfMatchFits(ifMatch: string | undefined, ids: unknown[]): void {
+  assert(
+    ifMatch === undefined || ids.length === 1 || ifMatch.trim() === '*',
+    400,
+    'If-Match names one version of one record: send it with a single id, or delete without it',
+  );
+}

@@ -1,0 +1,124 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import postgres from 'postgres';
+import { inject } from 'vitest';
+
+// Real processes for the operation tests (issue 7): the service started with
+// `node --import tsx src/main.ts` on a database of its own, talked to over
+// loopback HTTP, stopped by its PID.
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+/** Variables of the parent's environment that must not leak into a spawned service. */
+const OURS = ['DATABASE_URL', 'DATA_DIR', 'ADMIN_PASSWORD', 'JWT_SECRET', 'PORT', 'HOST', 'LOG_LEVEL', 'TOKEN_TTL', 'DB_START_TIMEOUT', 'SHUTDOWN_TIMEOUT', 'NEW_PASSWORD'];
+
+export interface ServiceDatabase {
+  kind: 'postgresql' | 'embedded';
+  /** DATABASE_URL or DATA_DIR for the spawned process. */
+  env: Record<string, string>;
+  dispose(): Promise<void>;
+}
+
+/** A new PostgreSQL database on the test server (by URL), or an empty DATA_DIR when the suite runs on PGlite. */
+export async function serviceDatabase(): Promise<ServiceDatabase> {
+  const serverUrl = inject('databaseUrl');
+  if (!serverUrl) {
+    const dir = await mkdtemp(join(tmpdir(), 'ops-data-'));
+    return { kind: 'embedded', env: { DATA_DIR: dir }, dispose: () => rm(dir, { recursive: true, force: true }) };
+  }
+  // The name is ours (prefix + hex), never input.
+  const name = `svc_${randomBytes(6).toString('hex')}`;
+  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return {
+    kind: 'postgresql',
+    env: { DATABASE_URL: url.toString() },
+    async dispose() {
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    },
+  };
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface Run {
+  child: ChildProcess;
+  output(): string;
+  exited: Promise<Exit>;
+}
+
+/** Spawns `node --import tsx <script> [args]` with only the given service variables. */
+export function run(script: string, env: Record<string, string>, args: string[] = []): Run {
+  const clean = { ...process.env };
+  for (const name of OURS) delete clean[name];
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT, env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  return { child, output: () => output, exited };
+}
+
+export interface Service extends Run {
+  base: string;
+  pid: number;
+  /** SIGTERM, then the exit. */
+  stop(): Promise<Exit>;
+}
+
+/** Starts the service on port 0 and resolves once it listens (the port comes from its log). */
+export async function startService(env: Record<string, string>, timeoutMs = 120_000): Promise<Service> {
+  const r = run('src/main.ts', { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env });
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      r.child.kill('SIGKILL');
+      reject(new Error(`service did not start within ${timeoutMs} ms:\n${r.output()}`));
+    }, timeoutMs);
+    const look = () => {
+      const match = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(r.output());
+      if (match) {
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      }
+    };
+    r.child.stdout!.on('data', look);
+    void r.exited.then((exit) => {
+      clearTimeout(timer);
+      reject(new Error(`service exited (${exit.code ?? exit.signal}) before listening:\n${r.output()}`));
+    });
+  });
+  return {
+    ...r,
+    base: `http://127.0.0.1:${port}`,
+    pid: r.child.pid!,
+    async stop() {
+      r.child.kill('SIGTERM');
+      return r.exited;
+    },
+  };
+}
+
+/** One HTTP call to a spawned service: status and parsed envelope. */
+export async function call(base: string, method: string, path: string, body?: unknown, token?: string) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, body: (await res.json()) as { code: number; msg: string; data: any }, headers: res.headers };
+}
+
+export async function loginAt(base: string, tenantId: string, username: string, password: string): Promise<string> {
+  const res = await call(base, 'POST', '/auth/login', { tenantId, username, password });
+  if (res.status !== 200) throw new Error(`login failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.data.access_token as string;
+}
