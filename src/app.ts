@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Config } from './config.js';
+import { DEFAULT_CHART_CACHE_MB, type Config } from './config.js';
 import type { Sql } from './db/database.js';
 import { envelopePlugin } from './http/envelope.plugin.js';
 import { installErrorHandler } from './http/error.handler.js';
@@ -22,7 +22,7 @@ import { healthRoutes } from './health.routes.js';
 
 export interface AppOptions {
   sql: Sql;
-  config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'>;
+  config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'> & Partial<Pick<Config, 'chartCacheMb'>>;
   /** false: no logging (tests). Otherwise pino at config.logLevel, to stdout or to logStream. */
   logger?: false;
   logStream?: NodeJS.WritableStream;
@@ -86,7 +86,7 @@ export async function buildApp({ sql, config, logger, logStream }: AppOptions): 
 
   await app.register(healthRoutes, { sql });
   await app.register(authRoutes, { sql, tokenTtl: config.tokenTtl });
-  await app.register(deptRoutes, { sql, prefix: '/system/dept-api' });
+  await app.register(deptRoutes, { sql, prefix: '/system/dept-api', chartCacheBytes: (config.chartCacheMb ?? DEFAULT_CHART_CACHE_MB) * 2 ** 20 });
   await app.register(userRoutes, { sql, prefix: '/system/user-api' });
   await app.register(tenantRoutes, { sql, prefix: '/system/tenant-api' });
   return app;

@@ -13,9 +13,13 @@ export interface Config {
   /** Token lifetime in seconds. */
   tokenTtl: number;
   logLevel: string;
+  /** Budget of the serialised department charts kept per process (dept list/tree), in MiB. */
+  chartCacheMb: number;
 }
 
 export class ConfigError extends Error {}
+
+export const DEFAULT_CHART_CACHE_MB = 64;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -67,5 +71,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jwtSecret,
     tokenTtl: integer(env, 'TOKEN_TTL', 7200, 1, 31_536_000),
     logLevel,
+    chartCacheMb: integer(env, 'CHART_CACHE_MB', DEFAULT_CHART_CACHE_MB, 0, 65_536),
   };
 }
