@@ -190,7 +190,9 @@ async function prepare(size: number, jwtSecret: string): Promise<Prepared> {
 }
 
 async function startBoth(prepared: Prepared) {
-  const service = start('service', ['dist/main.js'], SERVICE_PORT, prepared.serviceEnv);
+  // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the service.
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const service = start('service', [...nodeArgs, 'dist/main.js'], SERVICE_PORT, prepared.serviceEnv);
   const baseline = start('baseline', ['--import', 'tsx', 'bench/baseline.server.ts'], BASELINE_PORT, prepared.baselineEnv);
   await Promise.all([waitReady(service, '/readyz'), waitReady(baseline, '/system/dept-api/list')]);
   const login = await fetch(`http://127.0.0.1:${SERVICE_PORT}/auth/login`, {
@@ -215,14 +217,14 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 // ---------------------------------------------------------------- load
 
-async function cannon(port: number, path: string, headers: Record<string, string>) {
+async function cannon(port: number, path: string, headers: Record<string, string>, seconds = SECONDS) {
   const result = await autocannon({
     url: `http://127.0.0.1:${port}${path}`,
     headers,
     connections: CONNECTIONS,
-    duration: SECONDS,
+    duration: seconds,
     // Bounded in requests as well as time.
-    maxOverallRequests: 20_000 * SECONDS,
+    maxOverallRequests: 20_000 * seconds,
   });
   const failed = result.non2xx + result.errors + result.timeouts;
   if (failed > 0) throw new Error(`GET ${path} on ${port}: ${failed} failed requests`);
@@ -235,11 +237,12 @@ export async function load(): Promise<void> {
     const { service, baseline, headers } = await startBoth(prepared);
     console.log(`database: ${prepared.description}`);
     console.log(`${ROUNDS} interleaved rounds of ${SECONDS} s, ${CONNECTIONS} connections, service LOG_LEVEL ${process.env.LOG_LEVEL ?? 'info (default)'}`);
+    const only = process.env.BENCH_ONLY; // id, tree or list
     const targets = [
       { label: `GET /system/dept-api/{id}`, service: `/system/dept-api/${prepared.ids.leaf}`, baseline: `/system/dept-api/${prepared.ids.leaf}` },
       { label: 'GET /system/dept-api/tree', service: '/system/dept-api/tree', baseline: '/system/dept-api/tree' },
       { label: 'GET /system/dept-api/list', service: '/system/dept-api/list', baseline: '/system/dept-api/list' },
-    ];
+    ].filter((target) => !only || target.label.endsWith(only === 'id' ? '{id}' : only));
     // Correctness first: both answer, and list has the same rows.
     const ours = JSON.parse((await get(SERVICE_PORT, '/system/dept-api/list', headers)).body).data;
     const theirs = JSON.parse((await get(BASELINE_PORT, '/system/dept-api/list', headers)).body).data;
@@ -251,6 +254,9 @@ export async function load(): Promise<void> {
     for (const target of targets) {
       const ratios: number[] = [];
       const p99Ratios: number[] = [];
+      // Warm-up, not reported: the JIT and the caches see the route before the first round counts.
+      await cannon(SERVICE_PORT, target.service, headers, Math.min(2, SECONDS));
+      await cannon(BASELINE_PORT, target.baseline, headers, Math.min(2, SECONDS));
       for (let round = 0; round < ROUNDS; round++) {
         const order = round % 2 === 0 ? ['service', 'baseline'] : ['baseline', 'service'];
         const figures: Record<string, { rps: number; p99: number }> = {};
