@@ -12,6 +12,7 @@
 // BENCH_SHORT=1: one short round with few connections (CI proves the harness works).
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -29,8 +30,9 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? (SHORT ? 2 : 8));
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? (SHORT ? 10 : 50));
 const DEPTS = Number(process.env.BENCH_DEPTS ?? 1_000);
 const BIG = Number(process.env.BENCH_BIG ?? (SHORT ? 2_000 : 100_000));
-const SERVICE_PORT = Number(process.env.BENCH_PORT ?? 19_400);
-const BASELINE_PORT = SERVICE_PORT + 1;
+// Two free ports from BENCH_PORT (19400) up, so two runs on one machine never answer each other.
+let SERVICE_PORT = Number(process.env.BENCH_PORT ?? 19_400);
+let BASELINE_PORT = SERVICE_PORT + 1;
 const PASSWORD = 'bench-password-1';
 const ROOT = new URL('..', import.meta.url).pathname;
 
@@ -57,13 +59,32 @@ function start(name: string, args: string[], port: number, env: Record<string, s
   return child;
 }
 
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer().once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+}
+
+async function pickPorts(): Promise<void> {
+  for (let port = SERVICE_PORT; port < SERVICE_PORT + 98; port += 2) {
+    if ((await portIsFree(port)) && (await portIsFree(port + 1))) {
+      [SERVICE_PORT, BASELINE_PORT] = [port, port + 1];
+      return;
+    }
+  }
+  throw new Error(`no two free ports from ${SERVICE_PORT}`);
+}
+
 async function waitReady(child: Child, path: string): Promise<void> {
   const deadline = Date.now() + 90_000;
   while (Date.now() < deadline) {
     if (child.proc.exitCode !== null) throw new Error(`${child.name} exited ${child.proc.exitCode}: ${child.log.join('')}`);
     try {
       await fetch(`http://127.0.0.1:${child.port}${path}`);
-      return;
+      // Answered, and by this child: it would have exited on EADDRINUSE.
+      await new Promise((r) => setTimeout(r, 200));
+      if (child.proc.exitCode === null) return;
     } catch {
       await new Promise((r) => setTimeout(r, 250));
     }
@@ -190,6 +211,7 @@ async function prepare(size: number, jwtSecret: string): Promise<Prepared> {
 }
 
 async function startBoth(prepared: Prepared) {
+  await pickPorts();
   // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the service.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const service = start('service', [...nodeArgs, 'dist/main.js'], SERVICE_PORT, prepared.serviceEnv);

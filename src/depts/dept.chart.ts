@@ -47,48 +47,70 @@ export function matchesIfNoneMatch(header: string | undefined, etag: string): bo
 // ---------------------------------------------------------------- serialisation
 
 // One department as JSON, fields in the order of the Dept schema (what the
-// route's serializer produced before), without the closing brace so a tree
-// node can append its children. Times travel as epoch milliseconds and are
-// formatted here, in the process time zone, like everywhere else.
+// route's serializer produced before). The database writes the text of every
+// field up to createBy (to_json escapes strings exactly as JSON.stringify
+// does); the times leave as epoch milliseconds and are formatted here, in the
+// process time zone, like everywhere else. The object is left open so a tree
+// node can append its children.
 const ROW_COLUMNS = (sql: Db) => sql`
-  dept_id, parent_id, ancestors, dept_name, order_num, leader, phone, email, status, del_flag, tenant_id, create_by,
-  (extract(epoch FROM create_time) * 1000)::float8 AS create_ms, update_by,
+  dept_id, parent_id,
+  '{"deptId":' || dept_id || ',"parentId":' || parent_id || ',"ancestors":' || to_json(ancestors)::text
+    || ',"deptName":' || to_json(dept_name)::text || ',"orderNum":' || order_num
+    || ',"leader":' || coalesce(to_json(leader)::text, 'null') || ',"phone":' || coalesce(to_json(phone)::text, 'null')
+    || ',"email":' || coalesce(to_json(email)::text, 'null') || ',"status":' || to_json(status)::text
+    || ',"delFlag":' || to_json(del_flag)::text || ',"tenantId":' || to_json(tenant_id)::text
+    || ',"createBy":' || to_json(create_by)::text AS head,
+  (extract(epoch FROM create_time) * 1000)::float8 AS create_ms,
+  to_json(update_by)::text AS update_by,
   (extract(epoch FROM update_time) * 1000)::float8 AS update_ms`;
 
 interface ChartRow {
   dept_id: number;
   parent_id: number;
-  ancestors: string;
-  dept_name: string;
-  order_num: number;
-  leader: string | null;
-  phone: string | null;
-  email: string | null;
-  status: string;
-  del_flag: string;
-  tenant_id: string;
-  create_by: string;
+  head: string;
   create_ms: number;
   update_by: string;
   update_ms: number | null;
 }
 
-const str = (s: string | null) => (s === null ? 'null' : JSON.stringify(s));
 const time = (ms: number | null) => (ms === null ? 'null' : `"${formatDateTime(new Date(ms))}"`);
 
-function openObject(r: ChartRow): string {
-  return (
-    `{"deptId":${r.dept_id},"parentId":${r.parent_id},"ancestors":${str(r.ancestors)},"deptName":${str(r.dept_name)},` +
-    `"orderNum":${r.order_num},"leader":${str(r.leader)},"phone":${str(r.phone)},"email":${str(r.email)},` +
-    `"status":${str(r.status)},"delFlag":${str(r.del_flag)},"tenantId":${str(r.tenant_id)},"createBy":${str(r.create_by)},` +
-    `"createTime":${time(r.create_ms)},"updateBy":${str(r.update_by)},"updateTime":${time(r.update_ms)}`
-  );
-}
-
-const ENVELOPE_HEAD = '{"code":200,"msg":"success","data":[';
-const ENVELOPE_TAIL = ']}';
-/** Rows are fetched and turned into text in batches, so a big tenant never holds all its row objects at once. */
+const ENVELOPE_HEAD = Buffer.from('{"code":200,"msg":"success","data":[');
+const ENVELOPE_TAIL = Buffer.from(']}');
+const CHILDREN_OPEN = Buffer.from(',"children":[');
+const CHUNK = 1 << 20;
+/** Rows are fetched and turned into bytes in batches: a big tenant never holds all its row objects at once. */
 const BATCH = 2_000;
+
+/** The open objects as UTF-8, packed into 1 MiB chunks (a fragment never straddles two). */
+class Fragments {
+  readonly chunks: Buffer[] = [];
+  readonly chunk: number[] = [];
+  readonly start: number[] = [];
+  readonly length: number[] = [];
+  bytes = 0;
+  private current = Buffer.allocUnsafe(0);
+  private used = 0;
+
+  add(text: string): void {
+    if (this.current.length - this.used < text.length * 3) {
+      this.current = Buffer.allocUnsafe(Math.max(CHUNK, text.length * 3));
+      this.chunks.push(this.current);
+      this.used = 0;
+    }
+    const written = this.current.write(text, this.used);
+    this.chunk.push(this.chunks.length - 1);
+    this.start.push(this.used);
+    this.length.push(written);
+    this.used += written;
+    this.bytes += written;
+  }
+
+  copy(i: number, target: Buffer, at: number): number {
+    const from = this.start[i]!;
+    return this.chunks[this.chunk[i]!]!.copy(target, at, from, from + this.length[i]!);
+  }
+}
 
 /**
  * Reads the version and the rows in one REPEATABLE READ snapshot, so the
@@ -100,7 +122,7 @@ const BATCH = 2_000;
 export async function buildChart(sql: Sql, tenantId: string, kind: ChartKind, query: DeptListQuery): Promise<{ version: number; body: Buffer }> {
   return sql.begin('isolation level repeatable read read only', async (tx) => {
     const version = await chartVersion(tx, tenantId);
-    const parts: string[] = [];
+    const fragments = new Fragments();
     const ids: number[] = [];
     const parents: number[] = [];
     await tx<ChartRow[]>`
@@ -111,69 +133,102 @@ export async function buildChart(sql: Sql, tenantId: string, kind: ChartKind, qu
         ${query.parentId !== undefined ? tx`AND parent_id = ${query.parentId}` : tx``}
       ORDER BY parent_id, order_num, dept_id`.cursor(BATCH, (rows) => {
       for (const r of rows) {
-        parts.push(openObject(r));
+        fragments.add(`${r.head},"createTime":${time(r.create_ms)},"updateBy":${r.update_by},"updateTime":${time(r.update_ms)}`);
         ids.push(r.dept_id);
         parents.push(r.parent_id);
       }
     });
-    const text = kind === 'list' ? listText(parts) : treeText(parts, ids, parents);
-    return { version, body: Buffer.from(text) };
+    return { version, body: kind === 'list' ? listBytes(fragments) : treeBytes(fragments, ids, parents) };
   });
 }
 
-function listText(parts: string[]): string {
-  for (let i = 0; i < parts.length; i++) parts[i] += '}';
-  return ENVELOPE_HEAD + parts.join(',') + ENVELOPE_TAIL;
+/** Writes into a buffer of exactly the response's size. */
+class Output {
+  readonly buffer: Buffer;
+  at = 0;
+  constructor(size: number) {
+    this.buffer = Buffer.allocUnsafe(size);
+  }
+  bytes(b: Buffer): void {
+    this.at += b.copy(this.buffer, this.at);
+  }
+  /** The size was computed up front; a mismatch would send uninitialised memory, so it is never ignored. */
+  done(): Buffer {
+    if (this.at !== this.buffer.length) throw new Error(`chart size ${this.at} != ${this.buffer.length}`);
+    return this.buffer;
+  }
+  byte(c: number): void {
+    this.buffer[this.at++] = c;
+  }
 }
 
-function treeText(parts: string[], ids: number[], parents: number[]): string {
-  const index = new Map<number, number>();
-  for (let i = 0; i < ids.length; i++) index.set(ids[i]!, i);
-  // Children lists as linked indices: first child and next sibling, in row order.
-  const first = new Int32Array(ids.length).fill(-1);
-  const last = new Int32Array(ids.length).fill(-1);
-  const next = new Int32Array(ids.length).fill(-1);
-  const roots: number[] = [];
-  for (let i = 0; i < ids.length; i++) {
-    const p = index.get(parents[i]!);
-    if (p === undefined) {
-      roots.push(i);
-    } else if (first[p] === -1) {
-      first[p] = last[p] = i;
-    } else {
-      next[last[p]!] = i;
-      last[p] = i;
-    }
+const COMMA = 0x2c;
+const CLOSE_OBJECT = 0x7d; // }
+const CLOSE_ARRAY = 0x5d; // ]
+
+function listBytes(f: Fragments): Buffer {
+  const n = f.length.length;
+  const out = new Output(ENVELOPE_HEAD.length + f.bytes + n + Math.max(0, n - 1) + ENVELOPE_TAIL.length);
+  out.bytes(ENVELOPE_HEAD);
+  for (let i = 0; i < n; i++) {
+    if (i > 0) out.byte(COMMA);
+    out.at += f.copy(i, out.buffer, out.at);
+    out.byte(CLOSE_OBJECT);
   }
+  out.bytes(ENVELOPE_TAIL);
+  return out.done();
+}
+
+function treeBytes(f: Fragments, ids: number[], parents: number[]): Buffer {
+  const n = ids.length;
+  const index = new Map<number, number>();
+  for (let i = 0; i < n; i++) index.set(ids[i]!, i);
+  // Children lists as linked indices (first child, next sibling), in row order.
+  const first = new Int32Array(n).fill(-1);
+  const last = new Int32Array(n).fill(-1);
+  const next = new Int32Array(n).fill(-1);
+  const roots: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const p = index.get(parents[i]!);
+    if (p === undefined) roots.push(i);
+    else if (first[p] === -1) first[p] = last[p] = i;
+    else last[p] = next[last[p]!] = i;
+  }
+  // Every node adds `,"children":[` and `]}`; every node but the first of its siblings a comma.
+  let groups = roots.length > 0 ? 1 : 0;
+  for (let i = 0; i < n; i++) if (first[i] !== -1) groups++;
+  const out = new Output(ENVELOPE_HEAD.length + f.bytes + n * (CHILDREN_OPEN.length + 2) + (n - groups) + ENVELOPE_TAIL.length);
+  out.bytes(ENVELOPE_HEAD);
   // Depth-first without recursion (a deep chain must not overflow the stack):
   // each frame holds a node and the next of its children to write.
-  const out: string[] = [ENVELOPE_HEAD];
   const nodes: number[] = [];
   const cursor: number[] = [];
   const open = (node: number) => {
-    out.push(parts[node]!, ',"children":[');
+    out.at += f.copy(node, out.buffer, out.at);
+    out.bytes(CHILDREN_OPEN);
     nodes.push(node);
     cursor.push(first[node]!);
   };
-  roots.forEach((root, n) => {
-    if (n > 0) out.push(',');
+  roots.forEach((root, r) => {
+    if (r > 0) out.byte(COMMA);
     open(root);
     while (nodes.length > 0) {
       const top = nodes.length - 1;
       const child = cursor[top]!;
       if (child === -1) {
-        out.push(']}');
+        out.byte(CLOSE_ARRAY);
+        out.byte(CLOSE_OBJECT);
         nodes.pop();
         cursor.pop();
         continue;
       }
-      if (child !== first[nodes[top]!]) out.push(',');
+      if (child !== first[nodes[top]!]) out.byte(COMMA);
       cursor[top] = next[child]!;
       open(child);
     }
   });
-  out.push(ENVELOPE_TAIL);
-  return out.join('');
+  out.bytes(ENVELOPE_TAIL);
+  return out.done();
 }
 
 // ---------------------------------------------------------------- the cache
