@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
+import { ChartCache, chartVersion } from '../src/depts/dept.chart.js';
 import { Dept } from '../src/depts/dept.schema.js';
 import { listDepts, toTree } from '../src/depts/dept.sql.js';
 import { buildTestApp, createdId, type Client, type TestApp } from './support/app.js';
@@ -143,5 +144,31 @@ describe('serialisation', () => {
     const filtered = await listDepts(t.sql, tenantId, { deptName: 'e', status: '0', parentId: top });
     expect(filtered.length).toBeGreaterThan(0);
     expect((await read(t.app, `/system/dept-api/list?deptName=e&status=0&parentId=${top}`)).body).toBe(envelope(filtered.map(ordered)));
+  });
+});
+
+describe('ChartCache', () => {
+  it('stays within its byte budget, evicts the least recently used, keeps one version per chart', async () => {
+    const tree = await new ChartCache(2 ** 20).get(t.sql, tenantId, 0, 'tree', {});
+    const budget = Math.floor(tree.body.length * 2.5);
+    const cache = new ChartCache(budget);
+    const version = await chartVersion(t.sql, tenantId);
+    await cache.get(t.sql, tenantId, version, 'tree', {});
+    await cache.get(t.sql, tenantId, version, 'list', {});
+    expect(cache.size.entries).toBe(2);
+    await cache.get(t.sql, tenantId, version, 'tree', {}); // a hit: now the most recent
+    await cache.get(t.sql, tenantId, version, 'list', { status: '0' });
+    // Three charts of about the tree's size do not fit in 2.5 of them: the list went first.
+    expect(cache.size.bytes).toBeLessThanOrEqual(budget);
+    expect(cache.size.entries).toBe(2);
+    // A write makes a new version; its chart replaces the old one instead of sitting beside it.
+    await create();
+    const next = await cache.get(t.sql, tenantId, await chartVersion(t.sql, tenantId), 'tree', {});
+    expect(next.etag).not.toBe(tree.etag);
+    expect(cache.size.entries).toBe(2);
+    // A chart larger than the whole budget is served but not kept.
+    const tiny = new ChartCache(10);
+    expect((await tiny.get(t.sql, tenantId, 0, 'tree', {})).body.length).toBeGreaterThan(10);
+    expect(tiny.size).toEqual({ entries: 0, bytes: 0 });
   });
 });

@@ -239,14 +239,18 @@ function treeBytes(f: Fragments, ids: number[], parents: number[]): Buffer {
  * but not kept. Concurrent misses of one key share one build.
  */
 export class ChartCache {
+  /** key (tenant, query, version) -> bytes, in least-recently-used-first order. */
   private readonly entries = new Map<string, Buffer>();
+  /** (tenant, query) -> the key of its one kept version: an older chart is never served again. */
+  private readonly current = new Map<string, string>();
   private readonly building = new Map<string, Promise<Chart>>();
   private bytes = 0;
 
   constructor(readonly maxBytes: number) {}
 
   async get(sql: Sql, tenantId: string, version: number, kind: ChartKind, query: DeptListQuery): Promise<Chart> {
-    const key = `${tenantId}\0${version}\0${queryKey(kind, query)}`;
+    const chart = `${tenantId}\0${queryKey(kind, query)}`;
+    const key = `${chart}\0${version}`;
     const body = this.entries.get(key);
     if (body) {
       // Map order is the LRU order: move the hit to the end.
@@ -259,7 +263,7 @@ export class ChartCache {
     const promise = buildChart(sql, tenantId, kind, query)
       .then((built) => {
         // The snapshot may be newer than the version looked up a moment ago: label it with its own.
-        this.put(`${tenantId}\0${built.version}\0${queryKey(kind, query)}`, built.body);
+        this.put(chart, `${chart}\0${built.version}`, built.body);
         return { etag: chartEtag(tenantId, built.version, kind, query), body: built.body };
       })
       .finally(() => this.building.delete(key));
@@ -267,20 +271,26 @@ export class ChartCache {
     return promise;
   }
 
-  private put(key: string, body: Buffer): void {
+  private put(chart: string, key: string, body: Buffer): void {
+    const previous = this.current.get(chart);
+    if (previous !== undefined) this.drop(previous);
     if (body.length > this.maxBytes) return;
-    const old = this.entries.get(key);
-    if (old) {
-      this.bytes -= old.length;
-      this.entries.delete(key);
-    }
     this.entries.set(key, body);
+    this.current.set(chart, key);
     this.bytes += body.length;
-    for (const [k, b] of this.entries) {
+    for (const oldest of this.entries.keys()) {
       if (this.bytes <= this.maxBytes) break;
-      this.entries.delete(k);
-      this.bytes -= b.length;
+      this.drop(oldest);
     }
+  }
+
+  private drop(key: string): void {
+    const body = this.entries.get(key);
+    if (!body) return;
+    this.entries.delete(key);
+    this.bytes -= body.length;
+    const chart = key.slice(0, key.lastIndexOf('\0'));
+    if (this.current.get(chart) === key) this.current.delete(chart);
   }
 
   get size(): { entries: number; bytes: number } {
