@@ -46,6 +46,8 @@ interface Child {
 }
 
 const children: Child[] = [];
+/** Drops the benchmark's database or data directory; also run when the bench is interrupted. */
+let cleanupDatabase: (() => Promise<void>) | undefined;
 
 function start(name: string, args: string[], port: number, env: Record<string, string>): Child {
   const proc = spawn(process.execPath, args, {
@@ -211,6 +213,7 @@ async function prepare(size: number, jwtSecret: string): Promise<Prepared> {
 }
 
 async function startBoth(prepared: Prepared) {
+  cleanupDatabase = prepared.cleanup;
   await pickPorts();
   // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the service.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
@@ -376,4 +379,6 @@ export async function buildService(): Promise<void> {
   if (code !== 0) throw new Error(`npm run build failed (${code})`);
 }
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void stopAll().then(() => process.exit(130)));
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => void stopAll().then(() => cleanupDatabase?.()).finally(() => process.exit(130)));
+}
