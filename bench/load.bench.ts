@@ -238,7 +238,11 @@ async function get(port: number, path: string, headers: Record<string, string>) 
 }
 
 const fmt = (n: number, digits = 0) => n.toFixed(digits);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const median = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
 
 // ---------------------------------------------------------------- load
 

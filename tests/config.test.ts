@@ -19,6 +19,7 @@ describe('loadConfig', () => {
       jwtSecret: undefined,
       tokenTtl: 7200,
       logLevel: 'info',
+      chartCacheMb: 64,
     });
   });
 
@@ -38,6 +39,7 @@ describe('loadConfig', () => {
       TOKEN_TTL: '60',
       LOG_LEVEL: 'debug',
       TZ: 'Asia/Shanghai',
+      CHART_CACHE_MB: '8',
     };
     expect(loadConfig(env)).toEqual({
       port: 3000,
@@ -48,6 +50,7 @@ describe('loadConfig', () => {
       jwtSecret: 's'.repeat(32),
       tokenTtl: 60,
       logLevel: 'debug',
+      chartCacheMb: 8,
     });
     expect(loadConfig({ DATABASE_URL: 'postgres://localhost/x' }).databaseUrl).toBe('postgres://localhost/x');
     expect(loadConfig({ PORT: '0' }).port).toBe(0);
@@ -63,6 +66,7 @@ describe('loadConfig', () => {
     ['TOKEN_TTL', '0'],
     ['TOKEN_TTL', 'ten'],
     ['LOG_LEVEL', 'loud'],
+    ['CHART_CACHE_MB', '-1'],
     ['DATABASE_URL', 'mysql://x'],
     ['JWT_SECRET', 'too-short'],
     ['JWT_SECRET', 's'.repeat(31)],

@@ -83,9 +83,10 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; secr
   const sessions = createSessionCache<Awaited<ReturnType<typeof findSession>>>(opts.sessionCacheMs);
   app.decorate('sessionCache', sessions as SessionCache<unknown>);
   // onSend runs before the response leaves, so the client's next request already misses the cache.
-  app.addHook('onSend', async (request, reply, payload) => {
+  // A callback hook, not an async one: it runs on every response and needs no promise.
+  app.addHook('onSend', (request, reply, payload, done) => {
     if (isAuthRelevantWrite(request.method, request.url, reply.statusCode)) sessions.clear();
-    return payload;
+    done(null, payload);
   });
 
   async function authenticate(request: FastifyRequest): Promise<Caller> {
