@@ -260,6 +260,9 @@ export class ChartCache {
     }
     const pending = this.building.get(key);
     if (pending) return pending;
+    // The chart moved on: free the old bytes before building the new ones (a big tenant's are tens of MB).
+    const previous = this.current.get(chart);
+    if (previous !== undefined) this.drop(previous);
     const promise = buildChart(sql, tenantId, kind, query)
       .then((built) => {
         // The snapshot may be newer than the version looked up a moment ago: label it with its own.
