@@ -1,7 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { DEFAULT_CHART_CACHE_MB, type Config } from './config.js';
 import type { Sql } from './db/database.js';
@@ -9,9 +7,11 @@ import { envelopePlugin } from './http/envelope.plugin.js';
 import { installErrorHandler } from './http/error.handler.js';
 import { buildValidator } from './http/validation.js';
 import { installJsonParser } from './http/json.parser.js';
+import { refuseInvalidQueryText } from './http/unicode.js';
 import { clientErrorHandler, frameworkErrors } from './http/framework.errors.js';
 import { dropEmptyQueryValues, requestId } from './http/request.hooks.js';
-import { successEnvelope } from './http/envelope.schema.js';
+import { registerOpenApi } from './http/openapi.js';
+import { headersPlugin } from './http/headers.plugin.js';
 import { authPlugin } from './auth/auth.plugin.js';
 import { sharedJwtSecret } from './auth/auth.sql.js';
 import { authRoutes } from './auth/auth.routes.js';
@@ -19,10 +19,11 @@ import { deptRoutes } from './depts/dept.routes.js';
 import { userRoutes } from './users/user.routes.js';
 import { tenantRoutes } from './tenants/tenant.routes.js';
 import { healthRoutes } from './health.routes.js';
+import { BODY_LIMIT_BYTES, MAX_PATH_PARAM } from './limits.js';
 
 export interface AppOptions {
   sql: Sql;
-  config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'> & Partial<Pick<Config, 'chartCacheMb'>>;
+  config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'> & Partial<Pick<Config, 'corsOrigins' | 'chartCacheMb'>>;
   /** false: no logging (tests). Otherwise pino at config.logLevel, to stdout or to logStream. */
   logger?: false;
   logStream?: NodeJS.WritableStream;
@@ -42,9 +43,10 @@ export async function buildApp({ sql, config, logger, logStream }: AppOptions): 
   };
   const app = Fastify({
     logger: logger ?? loggerOptions,
-    bodyLimit: 1024 * 1024,
-    // A batch delete path carries up to 1000 ids of up to 19 digits each.
-    routerOptions: { maxParamLength: 20_000 },
+    bodyLimit: BODY_LIMIT_BYTES,
+    // A batch delete path carries up to MAX_BATCH_IDS ids of up to 19 digits each.
+    // The document names paths without a trailing slash (POST /system/dept-api); the slash form still routes.
+    routerOptions: { maxParamLength: MAX_PATH_PARAM, ignoreTrailingSlash: true },
     requestIdHeader: false,
     genReqId: requestId,
     schemaController: { compilersFactory: { buildValidator } },
@@ -56,30 +58,13 @@ export async function buildApp({ sql, config, logger, logStream }: AppOptions): 
   app.removeContentTypeParser('text/plain');
   installJsonParser(app);
   dropEmptyQueryValues(app);
+  refuseInvalidQueryText(app);
 
   installErrorHandler(app);
   await app.register(envelopePlugin);
+  await app.register(headersPlugin, { corsOrigins: config.corsOrigins });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: { title: 'Department and tenant service', version: '0.1.0' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
-      security: [{ bearer: [] }],
-    },
-    // Handlers return `data`; the wire carries it inside the envelope, so the document says so.
-    transform: ({ schema, url }) => {
-      const response = schema?.response as Record<string, unknown> | undefined;
-      if (!response?.['200']) return { schema, url };
-      return { schema: { ...schema, response: { ...response, 200: successEnvelope(response['200'] as never) } }, url };
-    },
-  });
-  // The docs page and its assets are public and are not JSON: no token, no envelope.
-  app.addHook('onRoute', (route) => {
-    if (route.url.startsWith('/docs')) route.config = { ...route.config, public: true, rawResponse: true };
-  });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
-  app.get('/openapi.json', { config: { public: true, rawResponse: true }, schema: { hide: true } }, async () => app.swagger());
+  await registerOpenApi(app);
 
   const secret = config.jwtSecret ?? (await sharedJwtSecret(sql, randomBytes(48).toString('base64url')));
   await app.register(authPlugin, { sql, secret, tokenTtl: config.tokenTtl });

@@ -17,7 +17,7 @@ export async function bootstrap(sql: Sql, adminPassword: string | undefined): Pr
     const password = adminPassword ?? randomPassword();
     await tx`
       INSERT INTO sys_tenant (tenant_id, tenant_name, company_name, contact_user_name, contact_phone, create_by)
-      VALUES (${PLATFORM_TENANT}, 'Platform', 'Platform', 'admin', '', 'system')`;
+      VALUES (${PLATFORM_TENANT}, 'Platform', 'Platform', 'admin', '0', 'system')`;
     const [dept] = await tx<{ deptId: number }[]>`
       INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, create_by)
       VALUES (${PLATFORM_TENANT}, 0, '0', 'Platform', 'system')

@@ -1,6 +1,9 @@
-// Configuration comes only from the environment (DECISIONS §9) and is checked
-// once at start-up, so a typo stops the process with the variable's name
-// instead of surfacing later as odd behaviour.
+// Configuration comes only from the environment (DECISIONS §9), optionally
+// completed by a .env file, and is checked once at start-up, so a typo stops
+// the process with the variable's name instead of surfacing later as odd
+// behaviour.
+import { existsSync } from 'node:fs';
+import { DEFAULT_TOKEN_TTL } from './limits.js';
 
 export interface Config {
   port: number;
@@ -15,11 +18,23 @@ export interface Config {
   logLevel: string;
   /** Budget of the serialised department charts kept per process (dept list/tree), in MiB. */
   chartCacheMb: number;
+  /** Origins allowed to call from a browser (CORS); undefined: CORS off, no CORS headers. */
+  corsOrigins: string[] | undefined;
 }
 
 export class ConfigError extends Error {}
 
 export const DEFAULT_CHART_CACHE_MB = 64;
+/**
+ * Reads `.env` from the working directory when there is one. A variable
+ * already in the environment wins over the file, even when set to "", so a
+ * deployment's real settings can never be replaced by a stray file.
+ */
+export function loadEnvFile(path = '.env'): boolean {
+  if (!existsSync(path)) return false;
+  process.loadEnvFile(path);
+  return true;
+}
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -35,6 +50,25 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
 function text(env: NodeJS.ProcessEnv, name: string): string | undefined {
   const raw = env[name];
   return raw === undefined || raw === '' ? undefined : raw;
+}
+
+/** CORS_ORIGINS: comma-separated origins such as https://admin.example.com, or `*` for any. */
+function origins(env: NodeJS.ProcessEnv): string[] | undefined {
+  const raw = text(env, 'CORS_ORIGINS');
+  if (raw === undefined) return undefined;
+  const list = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  for (const entry of list) {
+    let origin: string | undefined;
+    try {
+      origin = new URL(entry).origin;
+    } catch {
+      origin = undefined;
+    }
+    if (entry !== '*' && origin !== entry) {
+      throw new ConfigError(`CORS_ORIGINS must list origins like https://admin.example.com (scheme, host, optional port; no path), got "${entry}"`);
+    }
+  }
+  return list.length > 0 ? list : undefined;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -69,8 +103,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataDir: text(env, 'DATA_DIR') ?? './data',
     adminPassword,
     jwtSecret,
-    tokenTtl: integer(env, 'TOKEN_TTL', 7200, 1, 31_536_000),
+    tokenTtl: integer(env, 'TOKEN_TTL', DEFAULT_TOKEN_TTL, 1, 31_536_000),
     logLevel,
     chartCacheMb: integer(env, 'CHART_CACHE_MB', DEFAULT_CHART_CACHE_MB, 0, 65_536),
+    corsOrigins: origins(env),
   };
 }

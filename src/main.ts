@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, loadConfig, loadEnvFile, type Config } from './config.js';
 import { openEmbedded, openPostgres, type Database } from './db/database.js';
 import { migrate } from './db/migrate.js';
 import { bootstrap } from './bootstrap.js';
@@ -11,6 +11,7 @@ async function openDatabase(config: Config): Promise<Database> {
 async function main(): Promise<void> {
   let config: Config;
   try {
+    loadEnvFile();
     config = loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
@@ -24,8 +25,10 @@ async function main(): Promise<void> {
   const applied = await migrate(db.sql);
   const { generatedPassword } = await bootstrap(db.sql, config.adminPassword);
   if (generatedPassword) {
-    // Printed once, on first start only; set ADMIN_PASSWORD to choose it instead.
-    console.log(`Created tenant 000000 with user "admin". Generated password: ${generatedPassword}`);
+    // Printed once, on first start only, as a plain line of its own between the
+    // JSON log lines (never a log record, which log shippers would keep);
+    // set ADMIN_PASSWORD to choose it instead.
+    process.stdout.write(`\nGenerated password of user "admin" in tenant 000000 (shown once): ${generatedPassword}\n\n`);
   }
 
   const app = await buildApp({ sql: db.sql, config });

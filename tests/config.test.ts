@@ -1,7 +1,8 @@
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
 
@@ -58,6 +59,18 @@ describe('loadConfig', () => {
     expect(loadConfig({ TOKEN_TTL: '1' }).tokenTtl).toBe(1);
   });
 
+  it('reads CORS_ORIGINS as a comma-separated list of origins; unset or empty means CORS off', () => {
+    expect(loadConfig({}).corsOrigins).toBeUndefined();
+    expect(loadConfig({ CORS_ORIGINS: '' }).corsOrigins).toBeUndefined();
+    expect(loadConfig({ CORS_ORIGINS: ' , ' }).corsOrigins).toBeUndefined();
+    expect(loadConfig({ CORS_ORIGINS: 'https://admin.example.com' }).corsOrigins).toEqual(['https://admin.example.com']);
+    expect(loadConfig({ CORS_ORIGINS: 'https://admin.example.com, http://localhost:5173' }).corsOrigins).toEqual([
+      'https://admin.example.com',
+      'http://localhost:5173',
+    ]);
+    expect(loadConfig({ CORS_ORIGINS: '*' }).corsOrigins).toEqual(['*']);
+  });
+
   it.each([
     ['PORT', 'abc'],
     ['PORT', '70000'],
@@ -73,6 +86,10 @@ describe('loadConfig', () => {
     ['ADMIN_PASSWORD', 'short'],
     ['ADMIN_PASSWORD', '1234567'],
     ['TZ', 'Mars/Base'],
+    ['CORS_ORIGINS', 'admin.example.com'],
+    ['CORS_ORIGINS', 'https://admin.example.com/'],
+    ['CORS_ORIGINS', 'https://admin.example.com/path'],
+    ['CORS_ORIGINS', 'https://a.example.com,ftp//b'],
   ])('%s=%s throws a ConfigError naming the variable', (name, value) => {
     let thrown: unknown;
     try {
@@ -106,6 +123,51 @@ describe('the process', () => {
       expect(readdirSync(dataDir)).toEqual([]);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+const ROOT = join(import.meta.dirname, '..');
+const CONFIG_VARIABLES = ['DATABASE_URL', 'DATA_DIR', 'ADMIN_PASSWORD', 'JWT_SECRET', 'TOKEN_TTL', 'LOG_LEVEL', 'TZ', 'HOST', 'PORT', 'CORS_ORIGINS'];
+
+describe('the process with a .env file', () => {
+  it('reads .env from its working directory, lets the real environment win, and prints a generated password on a line of its own', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'env-test-'));
+    try {
+      // The file sets DATA_DIR (used) and an invalid PORT, which the real environment overrides.
+      writeFileSync(join(dir, '.env'), '# local settings\nDATA_DIR=./data-from-env\nPORT=not-a-port\nHOST=127.0.0.1\nLOG_LEVEL=info\n');
+      const env: NodeJS.ProcessEnv = { ...process.env };
+      for (const name of CONFIG_VARIABLES) delete env[name];
+      env.PORT = '0';
+      const child = spawn(process.execPath, ['--import', pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href, join(ROOT, 'src/main.ts')], {
+        cwd: dir,
+        env,
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk) => (stdout += chunk));
+      child.stderr.on('data', (chunk) => (stderr += chunk));
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      const deadline = Date.now() + 60_000;
+      while (!stdout.includes('Server listening') && child.exitCode === null && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      child.kill('SIGTERM');
+      await exited;
+
+      expect(stdout, stderr).toContain('Server listening at http://127.0.0.1:');
+      expect(existsSync(join(dir, 'data-from-env'))).toBe(true);
+      const lines = stdout.split('\n').filter((line) => line.trim() !== '');
+      const passwordLines = lines.filter((line) => !line.startsWith('{'));
+      expect(passwordLines).toHaveLength(1);
+      const password = /^Generated password of user "admin" in tenant 000000 \(shown once\): (\S{8,})$/.exec(passwordLines[0]!)?.[1];
+      expect(password).toBeTruthy();
+      for (const line of lines.filter((l) => l.startsWith('{'))) {
+        expect(() => JSON.parse(line)).not.toThrow();
+        expect(line).not.toContain(password);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

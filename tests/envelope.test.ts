@@ -216,10 +216,14 @@ describe('envelope', () => {
     expect(doc.status).toBe(200);
     const spec = doc.json();
     expect(spec.openapi).toMatch(/^3\./);
-    expect(Object.keys(spec.paths)).toEqual(expect.arrayContaining(['/system/dept-api/', '/system/dept-api/{id}', '/auth/login']));
+    expect(Object.keys(spec.paths)).toEqual(expect.arrayContaining(['/system/dept-api', '/system/dept-api/{id}', '/auth/login']));
     // The document shows what the wire carries: data inside the envelope.
     const ok = spec.paths['/system/dept-api/{id}'].get.responses['200'].content['application/json'].schema;
-    expect(Object.keys(ok.properties)).toEqual(['code', 'msg', 'data']);
+    expect(ok.allOf).toEqual([
+      { $ref: '#/components/schemas/SuccessEnvelope' },
+      { type: 'object', required: ['data'], properties: { data: { $ref: '#/components/schemas/Dept' } } },
+    ]);
+    expect(spec.components.schemas.SuccessEnvelope.properties).toEqual({ code: { type: 'number', enum: [200] }, msg: { type: 'string', enum: ['success'] } });
     const page = await raw({ method: 'GET', url: '/docs/' });
     expect(page.status).toBe(200);
     expect(page.headers['content-type']).toMatch(/text\/html/);

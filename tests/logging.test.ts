@@ -36,3 +36,44 @@ describe('logging', () => {
     }
   });
 });
+
+/** An app logging at `level` into a string, and its lines parsed. */
+async function loggedApp(level: string) {
+  const stream = new PassThrough();
+  let log = '';
+  stream.on('data', (chunk) => (log += chunk));
+  const app = await buildApp({ sql: t.sql, config: { jwtSecret: undefined, tokenTtl: 600, logLevel: level }, logStream: stream });
+  const lines = () => log.split('\n').filter((line) => line !== '');
+  return { app, lines };
+}
+
+describe('log shape', () => {
+  it('a refused request is one line with one msg and the reason in its own field', async () => {
+    const { app, lines } = await loggedApp('info');
+    await new Client(app).get('/system/dept-api/list');
+    await new Client(app).post('/system/dept-api', { parentId: 0, deptName: '' });
+    await app.close();
+
+    for (const line of lines()) expect(line.match(/"msg":/g), line).toHaveLength(1);
+    const refused = lines()
+      .map((line) => JSON.parse(line))
+      .filter((entry) => entry.msg === 'request refused');
+    expect(refused).toHaveLength(2);
+    expect(refused[0]).toMatchObject({ level: 30, status: 401, reason: 'Missing Authorization header; send "Bearer <access_token>"' });
+    expect(refused[1]).toMatchObject({ level: 30, status: 401 });
+    expect(refused[0].reqId).toBeTruthy();
+  });
+
+  it('health probes are not logged at info; other requests are', async () => {
+    const { app, lines } = await loggedApp('info');
+    const anon = new Client(app);
+    expect((await anon.get('/healthz')).status).toBe(200);
+    expect((await anon.get('/readyz')).status).toBe(200);
+    await anon.get('/system/dept-api/tree');
+    await app.close();
+
+    const text = lines().join('\n');
+    expect(text).not.toMatch(/healthz|readyz/);
+    expect(text).toContain('/system/dept-api/tree');
+  });
+});

@@ -101,10 +101,12 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; secr
       throw new AppError(401, expired ? 'Access token has expired; log in again' : 'Access token is invalid');
     }
     if (typeof claims.tid !== 'string' || typeof claims.sid !== 'string') throw new AppError(401, 'Access token is invalid');
-    const principal = await sessions.get(`${claims.tid}:${claims.sid}`, () => findSession(opts.sql, claims.tid, claims.sid));
+    // findSession judges the service periods against today: a new day is a new key, so expiry is never cached across midnight.
+    const principal = await sessions.get(`${today()}:${claims.tid}:${claims.sid}`, () => findSession(opts.sql, claims.tid, claims.sid));
     if (!principal) throw new AppError(401, 'Access token has been revoked or has expired; log in again');
-    const problem = accountProblem(principal, today());
+    const problem = accountProblem(principal);
     if (problem) throw new AppError(401, `Access token refused: ${problem}`);
+    if (principal.revoked) throw new AppError(401, 'Access token has been revoked or has expired; log in again');
     return {
       tenantId: principal.tenantId,
       userId: principal.userId,

@@ -5,7 +5,10 @@ export type Role = 'superadmin' | 'admin' | 'user';
 
 export const PLATFORM_TENANT = '000000';
 
-const READ = ['system:dept:list', 'system:dept:query', 'system:tenant:list', 'system:tenant:query'];
+// `as const` keeps each string's literal type, so Permission is the closed
+// union of these strings: a route whose config.permission is misspelt does
+// not compile (FastifyContextConfig.permission is a Permission).
+const READ = ['system:dept:list', 'system:dept:query', 'system:tenant:list', 'system:tenant:query'] as const;
 const ADMIN = [
   ...READ,
   'system:dept:add',
@@ -19,12 +22,12 @@ const ADMIN = [
   'system:tenant:add',
   'system:tenant:edit',
   'system:tenant:remove',
-];
+] as const;
 
-export const PERMISSIONS: Record<Role, readonly string[]> = {
+export type Permission = (typeof ADMIN)[number];
+
+export const PERMISSIONS: Record<Role, readonly Permission[]> = {
   superadmin: ADMIN,
   admin: ADMIN,
   user: READ,
 };
-
-export type Permission = (typeof ADMIN)[number];

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Sql } from '../db/database.js';
+import { RefTo } from '../http/common.schema.js';
 import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { PERMISSIONS } from './auth.roles.js';
 import { LoginBody, LoginResult, Me } from './auth.schema.js';
@@ -8,11 +9,19 @@ import { login, me } from './auth.service.js';
 import { revokeSession } from './auth.sql.js';
 
 export const authRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; tokenTtl: number }> = async (app, { sql, tokenTtl }) => {
+  for (const schema of [LoginBody, LoginResult, Me]) app.addSchema(schema);
   app.post(
     '/auth/login',
     {
       config: { public: true },
-      schema: { tags: ['auth'], body: LoginBody, response: responses(LoginResult, [...WITH_BODY, 401, 403, 429]) },
+      schema: {
+        operationId: 'login',
+        summary: 'Log in: a Bearer token for the other operations',
+        tags: ['auth'],
+        security: [],
+        body: RefTo(LoginBody),
+        response: responses(Type.Ref('LoginResult'), [...WITH_BODY, 401, 403, 429]),
+      },
     },
     async (request) => {
       const { account, sessionId } = await login(sql, request.body, tokenTtl);
@@ -23,14 +32,15 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; tokenTtl: number 
 
   app.post(
     '/auth/logout',
-    { schema: { tags: ['auth'], response: responses(Type.Null(), AUTHED) } },
+    { schema: { operationId: 'logout', summary: 'Log out: revoke this token', tags: ['auth'], response: responses(Type.Null(), AUTHED) } },
     async (request) => {
       await revokeSession(sql, request.caller.tenantId, request.caller.sessionId);
       return null;
     },
   );
 
-  app.get('/auth/me', { schema: { tags: ['auth'], response: responses(Me, AUTHED) } }, async (request) => {
+  const summary = 'The current user, tenant, roles and permissions';
+  app.get('/auth/me', { schema: { operationId: 'me', summary, tags: ['auth'], response: responses(Type.Ref('Me'), AUTHED) } }, async (request) => {
     const { tenantId, userId } = request.caller;
     const row = await me(sql, tenantId, userId);
     return {

@@ -1,16 +1,17 @@
 import { Type } from '@sinclair/typebox';
+import { NAME_MAX } from '../limits.js';
 
 export const LoginBody = Type.Object({
   tenantId: Type.String({ pattern: '^[0-9]{6}$', description: 'Six-digit tenant code' }),
-  username: Type.String({ minLength: 1, maxLength: 30 }),
-  password: Type.String({ minLength: 1, maxLength: 128 }),
-});
+  username: Type.String({ minLength: 1, maxLength: NAME_MAX }),
+  password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true }),
+}, { $id: 'LoginBody', examples: [{ tenantId: '000000', username: 'admin', password: 'change-me-please' }] });
 
 export const LoginResult = Type.Object({
   access_token: Type.String(),
   token_type: Type.Literal('Bearer'),
   expires_in: Type.Integer({ description: 'Seconds' }),
-});
+}, { $id: 'LoginResult' });
 
 export const Me = Type.Object({
   user: Type.Object({
@@ -27,4 +28,4 @@ export const Me = Type.Object({
   }),
   roles: Type.Array(Type.String()),
   permissions: Type.Array(Type.String()),
-});
+}, { $id: 'Me' });

@@ -1,13 +1,13 @@
-import type { Db } from '../db/database.js';
+import type { Db, Sql } from '../db/database.js';
 import { AppError } from '../http/app.error.js';
-import { today } from '../time.js';
 import {
   accountProblem,
   clearLoginFailures,
   createSession,
   findLoginAccount,
-  lockedMinutes,
-  recordLoginFailure,
+  lockLoginAccount,
+  purgeExpiredLoginLocks,
+  reserveLoginAttempt,
 } from './auth.sql.js';
 import { DUMMY_HASH, verifyPassword } from './password.js';
 
@@ -21,25 +21,30 @@ export interface LoginInput {
 const BAD_CREDENTIALS = 'Invalid tenant, username or password';
 
 /**
- * Checks a login and opens a session. Order matters: the lock is checked
- * before the password (a locked account learns nothing), and the account's
- * state only after the password (a stranger learns nothing about it).
+ * Checks a login and opens a session. Order matters: an evaluation slot is
+ * reserved before the password is checked (a locked account learns nothing,
+ * and concurrent attempts cannot all slip past the lock), and the account's
+ * state is looked at only after the password (a stranger learns nothing
+ * about it). A right password frees the slots, whatever the account's state.
  */
-export async function login(sql: Db, input: LoginInput, ttlSeconds: number) {
-  const minutes = await lockedMinutes(sql, input.tenantId, input.username);
-  if (minutes > 0) {
-    throw new AppError(429, `Too many failed logins for this account; try again in ${minutes} minute(s)`);
+export async function login(sql: Sql, input: LoginInput, ttlSeconds: number) {
+  const { lockedMinutes } = await reserveLoginAttempt(sql, input.tenantId, input.username);
+  if (lockedMinutes > 0) {
+    throw new AppError(429, `Too many failed logins for this account; try again in ${lockedMinutes} minute(s)`);
   }
   const account = await findLoginAccount(sql, input.tenantId, input.username);
   const ok = await verifyPassword(input.password, account?.passwordHash ?? DUMMY_HASH);
   if (!account || !ok) {
-    await recordLoginFailure(sql, input.tenantId, input.username);
+    await purgeExpiredLoginLocks(sql);
     throw new AppError(401, BAD_CREDENTIALS);
   }
-  const problem = accountProblem(account, today());
-  if (problem) throw new AppError(403, `Login refused: ${problem}`);
   await clearLoginFailures(sql, input.tenantId, input.username);
-  const sessionId = await createSession(sql, account.tenantId, account.userId, ttlSeconds);
+  const sessionId = await sql.begin(async (tx) => {
+    const current = await lockLoginAccount(tx, account.tenantId, account.userId);
+    const problem = current ? accountProblem(current) : 'the user has been deleted';
+    if (problem) throw new AppError(403, `Login refused: ${problem}`);
+    return createSession(tx, account.tenantId, account.userId, ttlSeconds);
+  });
   return { account, sessionId };
 }
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../db/database.js';
+import type { Db, Tx } from '../db/database.js';
 import type { Role } from './auth.roles.js';
+import { today } from '../time.js';
 
 /** The user and tenant state that decides whether a login or a token is honoured. */
 export interface Principal {
@@ -12,27 +13,53 @@ export interface Principal {
   role: Role;
   userStatus: string;
   userDelFlag: string;
-  tenantStatus: string;
-  tenantDelFlag: string;
-  startTime: string | null;
-  endTime: string | null;
+  /** The nearest tenant, the user's own first, then up its ancestors, that is deleted, disabled or outside its period; null when none. */
+  blockingTenantId: string | null;
+  blockingTenantName: string | null;
+  blockingDelFlag: string | null;
+  blockingStatus: string | null;
+  blockingStartTime: string | null;
+  blockingEndTime: string | null;
 }
 
+/**
+ * Columns of a Principal over `sys_user u JOIN sys_tenant t`, plus the
+ * lateral join `b` that finds the blocking tenant: the user's tenant and its
+ * ancestors (sys_tenant.ancestors) are looked up by code through the unique
+ * index, so the whole chain costs one indexed probe per level inside the
+ * same statement. `today` is the date in the service's TZ.
+ */
 const PRINCIPAL = (sql: Db) => sql`
   u.tenant_id AS "tenantId", u.user_id AS "userId", u.user_name AS "userName", u.nick_name AS "nickName",
   u.dept_id AS "deptId", u.role, u.status AS "userStatus", u.del_flag AS "userDelFlag",
-  t.status AS "tenantStatus", t.del_flag AS "tenantDelFlag",
-  t.start_time::text AS "startTime", t.end_time::text AS "endTime"`;
+  b.tenant_id AS "blockingTenantId", b.name AS "blockingTenantName", b.del_flag AS "blockingDelFlag",
+  b.status AS "blockingStatus", b.start_time::text AS "blockingStartTime", b.end_time::text AS "blockingEndTime"`;
+
+const BLOCKING_TENANT = (sql: Db, day = today()) => sql`
+  LEFT JOIN LATERAL (
+    SELECT a.tenant_id, coalesce(a.tenant_name, a.company_name) AS name, a.del_flag, a.status, a.start_time, a.end_time
+    FROM sys_tenant a
+    WHERE a.tenant_id = ANY (string_to_array(t.ancestors, ',') || t.tenant_id)
+      AND (a.del_flag <> '0' OR a.status <> '0' OR a.start_time > ${day}::date OR a.end_time < ${day}::date)
+    ORDER BY array_position(string_to_array(t.ancestors, ',') || t.tenant_id, a.tenant_id) DESC
+    LIMIT 1
+  ) b ON true`;
 
 /**
  * Why this user may not act now, or null when it may. The same rule serves
  * login (answered 403 with this text) and every request (answered 401).
+ * A tenant is suspended when it or any ancestor is deleted, disabled or
+ * outside its service period; the message names the tenant that is the cause.
  */
-export function accountProblem(p: Principal, today: string): string | null {
-  if (p.tenantDelFlag !== '0') return 'the tenant has been deleted';
-  if (p.tenantStatus !== '0') return 'the tenant is disabled';
-  if (p.startTime !== null && today < p.startTime) return `the tenant's service period starts on ${p.startTime}`;
-  if (p.endTime !== null && today > p.endTime) return `the tenant's service period ended on ${p.endTime}`;
+export function accountProblem(p: Principal): string | null {
+  if (p.blockingTenantId !== null) {
+    const own = p.blockingTenantId === p.tenantId;
+    const which = `${own ? 'the tenant' : `tenant ${p.tenantId}'s ancestor tenant`} ${p.blockingTenantId} "${p.blockingTenantName}"`;
+    if (p.blockingDelFlag !== '0') return `${which} has been deleted`;
+    if (p.blockingStatus !== '0') return `${which} is disabled`;
+    if (p.blockingStartTime !== null && today() < p.blockingStartTime) return `${which}: its service period starts on ${p.blockingStartTime}`;
+    return `${which}: its service period ended on ${p.blockingEndTime}`;
+  }
   if (p.userDelFlag !== '0') return 'the user has been deleted';
   if (p.userStatus !== '0') return 'the user is disabled';
   return null;
@@ -47,21 +74,48 @@ export async function findLoginAccount(sql: Db, tenantId: string, userName: stri
   const [row] = await sql<(Principal & { passwordHash: string })[]>`
     SELECT ${PRINCIPAL(sql)}, u.password_hash AS "passwordHash"
     FROM sys_user u JOIN sys_tenant t ON t.tenant_id = u.tenant_id
+    ${BLOCKING_TENANT(sql)}
     WHERE u.tenant_id = ${tenantId} AND u.user_name = ${userName}
     ORDER BY u.del_flag = '0' DESC, u.user_id DESC
     LIMIT 1`;
   return row;
 }
 
-/** Looks up an unexpired, unrevoked session with its user and tenant: one indexed read per request. */
+/**
+ * The login's account again, inside the transaction that opens its session,
+ * after share-locking the user row and every tenant row of its chain. A
+ * disable or delete of any of them holds its row lock until it has committed
+ * (and revoked the sessions it ends), so a login racing it either finishes
+ * first, and its new session is then revoked, or waits and reads the new
+ * state: no session is ever issued on a state read before the disable.
+ */
+export async function lockLoginAccount(tx: Tx, tenantId: string, userId: number): Promise<Principal | undefined> {
+  await tx`SELECT 1 FROM sys_user WHERE tenant_id = ${tenantId} AND user_id = ${userId} FOR SHARE`;
+  await tx`
+    SELECT 1 FROM sys_tenant
+    WHERE tenant_id = ANY ((SELECT string_to_array(ancestors, ',') || tenant_id FROM sys_tenant WHERE tenant_id = ${tenantId})::text[])
+    FOR SHARE`;
+  const [row] = await tx<Principal[]>`
+    SELECT ${PRINCIPAL(tx)}
+    FROM sys_user u JOIN sys_tenant t ON t.tenant_id = u.tenant_id
+    ${BLOCKING_TENANT(tx)}
+    WHERE u.tenant_id = ${tenantId} AND u.user_id = ${userId}`;
+  return row;
+}
+
+/**
+ * Looks up an unexpired session with its user and the state of its tenant
+ * chain: one indexed query per request. A revoked session is returned too,
+ * flagged, so its refusal can say why when the account is suspended.
+ */
 export async function findSession(sql: Db, tenantId: string, sessionId: string) {
-  const [row] = await sql<Principal[]>`
-    SELECT ${PRINCIPAL(sql)}
+  const [row] = await sql<(Principal & { revoked: boolean })[]>`
+    SELECT ${PRINCIPAL(sql)}, s.revoked_at IS NOT NULL AS revoked
     FROM auth_session s
     JOIN sys_user u ON u.tenant_id = s.tenant_id AND u.user_id = s.user_id
     JOIN sys_tenant t ON t.tenant_id = s.tenant_id
-    WHERE s.tenant_id = ${tenantId} AND s.session_id = ${sessionId}
-      AND s.revoked_at IS NULL AND s.expires_at > now()`;
+    ${BLOCKING_TENANT(sql)}
+    WHERE s.tenant_id = ${tenantId} AND s.session_id = ${sessionId} AND s.expires_at > now()`;
   return row;
 }
 
@@ -81,34 +135,76 @@ export async function revokeSession(sql: Db, tenantId: string, sessionId: string
 
 /** After a password change every token the user holds stops working. */
 export async function revokeUserSessions(sql: Db, tenantId: string, userId: number): Promise<void> {
-  await sql`UPDATE auth_session SET revoked_at = now() WHERE tenant_id = ${tenantId} AND user_id = ${userId} AND revoked_at IS NULL`;
+  await revokeSessionsOfUsers(sql, tenantId, [userId]);
 }
 
-// Lockout: five failures within ten minutes lock the tenant+username for ten minutes.
+/** Disabling or deleting users: every token they hold stops working, for good (re-enabling does not revive it). */
+export async function revokeSessionsOfUsers(sql: Db, tenantId: string, userIds: number[]): Promise<void> {
+  await sql`
+    UPDATE auth_session SET revoked_at = now()
+    WHERE tenant_id = ${tenantId} AND user_id = ANY(${userIds}::bigint[]) AND revoked_at IS NULL`;
+}
+
+/**
+ * Suspending a tenant suspends its whole subtree: every session of the
+ * users of the tenant and of all its descendant tenants is revoked.
+ */
+export async function revokeTenantSubtreeSessions(sql: Db, tenantId: string): Promise<void> {
+  await sql`
+    UPDATE auth_session SET revoked_at = now()
+    WHERE revoked_at IS NULL AND tenant_id IN (
+      SELECT tenant_id FROM sys_tenant
+      WHERE tenant_id = ${tenantId} OR ${tenantId} = ANY (string_to_array(ancestors, ',')))`;
+}
+
+// Lockout: at most five password evaluations per tenant+username in a
+// ten-minute window; the fifth locks the login for ten minutes.
 const MAX_FAILURES = 5;
 const WINDOW_MINUTES = 10;
+/** Expired lock rows removed per failed login: bounded work, yet faster than failures can add rows. */
+const PURGE_BATCH = 100;
 
-/** Minutes the login stays locked, or 0 when it is open. */
-export async function lockedMinutes(sql: Db, tenantId: string, userName: string): Promise<number> {
-  const [row] = await sql<{ minutes: number }[]>`
-    SELECT ceil(extract(epoch FROM locked_until - now()) / 60)::int AS minutes
-    FROM login_lock
-    WHERE tenant_id = ${tenantId} AND user_name = ${userName} AND locked_until > now()`;
-  return row?.minutes ?? 0;
-}
-
-/** Counts a failure in one statement, so concurrent wrong guesses are all counted. */
-export async function recordLoginFailure(sql: Db, tenantId: string, userName: string): Promise<void> {
-  await sql`
+/**
+ * Reserves one password evaluation for tenant+username, or answers the
+ * minutes the login stays locked. The slot is taken BEFORE the password is
+ * checked, in one upsert whose row lock serialises racing attempts (on every
+ * node sharing the database): five slots are handed out per window, however
+ * many attempts arrive at once, and the fifth sets the lock. A reserved slot
+ * counts as a failure unless the password proves right (clearLoginFailures).
+ * A window or lock that has run out starts afresh.
+ */
+export async function reserveLoginAttempt(sql: Db, tenantId: string, userName: string): Promise<{ lockedMinutes: number }> {
+  const stale = sql`(l.window_start <= now() - make_interval(mins => ${WINDOW_MINUTES}) OR coalesce(l.locked_until <= now(), false))`;
+  const reserved = await sql`
     INSERT INTO login_lock AS l (tenant_id, user_name, failures, window_start)
     VALUES (${tenantId}, ${userName}, 1, now())
     ON CONFLICT (tenant_id, user_name) DO UPDATE SET
-      failures = CASE WHEN l.window_start < now() - make_interval(mins => ${WINDOW_MINUTES}) THEN 1 ELSE l.failures + 1 END,
-      window_start = CASE WHEN l.window_start < now() - make_interval(mins => ${WINDOW_MINUTES}) THEN now() ELSE l.window_start END,
+      failures = CASE WHEN ${stale} THEN 1 ELSE l.failures + 1 END,
+      window_start = CASE WHEN ${stale} THEN now() ELSE l.window_start END,
       locked_until = CASE
-        WHEN l.window_start >= now() - make_interval(mins => ${WINDOW_MINUTES}) AND l.failures + 1 >= ${MAX_FAILURES}
-        THEN now() + make_interval(mins => ${WINDOW_MINUTES})
-        ELSE l.locked_until END`;
+        WHEN NOT ${stale} AND l.failures + 1 >= ${MAX_FAILURES} THEN now() + make_interval(mins => ${WINDOW_MINUTES})
+        END
+    WHERE l.locked_until IS NULL OR l.locked_until <= now()
+    RETURNING 1`;
+  if (reserved.length > 0) return { lockedMinutes: 0 };
+  const [row] = await sql<{ minutes: number }[]>`
+    SELECT ceil(extract(epoch FROM locked_until - now()) / 60)::int AS minutes
+    FROM login_lock WHERE tenant_id = ${tenantId} AND user_name = ${userName}`;
+  return { lockedMinutes: Math.max(1, row?.minutes ?? 1) };
+}
+
+/**
+ * Removes up to PURGE_BATCH lock rows whose window and lock have both run
+ * out (unknown usernames included), so the table holds little more than the
+ * last twenty minutes of failing names. Called after each failed login.
+ */
+export async function purgeExpiredLoginLocks(sql: Db): Promise<void> {
+  await sql`
+    DELETE FROM login_lock WHERE (tenant_id, user_name) IN (
+      SELECT tenant_id, user_name FROM login_lock
+      WHERE window_start <= now() - make_interval(mins => ${WINDOW_MINUTES})
+        AND (locked_until IS NULL OR locked_until <= now())
+      LIMIT ${PURGE_BATCH})`;
 }
 
 export async function clearLoginFailures(sql: Db, tenantId: string, userName: string): Promise<void> {

@@ -3,8 +3,9 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Sql } from '../db/database.js';
 import { assert } from '../http/app.error.js';
-import { IdParam, IdsParam } from '../http/common.schema.js';
-import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
+import { IdParam, IdsParam, RefTo } from '../http/common.schema.js';
+import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.js';
+import { REVALIDATE } from '../http/headers.plugin.js';
 import { parseId, parseIds } from '../http/ids.js';
 import { Dept, DeptCreate, DeptList, DeptListQuery, DeptNode, DeptTree, DeptUpdate } from './dept.schema.js';
 import { createDept, deleteDepts, getDept, listParentChoices, updateDept } from './dept.sql.js';
@@ -14,8 +15,7 @@ const tags = ['departments'];
 
 /** /system/dept-api: HTTP only. Every call acts in the caller's own tenant. */
 export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: number }> = async (app, { sql, chartCacheBytes }) => {
-  app.addSchema(Dept);
-  app.addSchema(DeptNode);
+  for (const schema of [Dept, DeptNode, DeptCreate, DeptUpdate]) app.addSchema(schema);
 
   // list and tree: ETag of the tenant's chart version, 304 on a match, else
   // the cached envelope (rawResponse: the bytes already carry it).
@@ -34,7 +34,13 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: 
     '/',
     {
       config: { permission: 'system:dept:add' },
-      schema: { tags, body: DeptCreate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 409]) },
+      schema: {
+        operationId: 'createDept',
+        summary: 'Create a department',
+        tags,
+        body: RefTo(DeptCreate),
+        response: responses(Created, [...WITH_BODY, ...AUTHED, 409]),
+      },
     },
     async (request, reply) => {
       const deptId = await sql.begin((tx) => createDept(tx, request.caller, request.body));
@@ -48,7 +54,14 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: 
     '/',
     {
       config: { permission: 'system:dept:edit' },
-      schema: { tags, body: DeptUpdate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]) },
+      schema: {
+        operationId: 'updateDept',
+        summary: 'Replace a department (a move when parentId changes)',
+        description: 'Full replacement: optional fields not sent return to their defaults.',
+        tags,
+        body: RefTo(DeptUpdate),
+        response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]),
+      },
     },
     async (request) => {
       await sql.begin((tx) => updateDept(tx, request.caller, request.body));
@@ -59,8 +72,15 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: 
   app.get(
     '/list',
     {
-      config: { permission: 'system:dept:list', rawResponse: true },
-      schema: { tags, querystring: DeptListQuery, response: { ...responses(DeptList, [400, ...AUTHED]), ...notModified } },
+      config: { permission: 'system:dept:list', cacheControl: REVALIDATE, rawResponse: true },
+      schema: {
+        operationId: 'listDepts',
+        summary: 'List live departments (flat)',
+        description: 'Ordered by parentId, orderNum, deptId. ETag of the chart; 304 to a matching If-None-Match.',
+        tags,
+        querystring: DeptListQuery,
+        response: { ...responses(DeptList, [400, ...AUTHED]), ...notModified },
+      },
     },
     async (request, reply) => chart(request, reply, 'list', request.query),
   );
@@ -68,8 +88,14 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: 
   app.get(
     '/tree',
     {
-      config: { permission: 'system:dept:list', rawResponse: true },
-      schema: { tags, response: { ...responses(DeptTree, AUTHED), ...notModified } },
+      config: { permission: 'system:dept:list', cacheControl: REVALIDATE, rawResponse: true },
+      schema: {
+        operationId: 'deptTree',
+        summary: 'The live department tree (nested children)',
+        description: 'ETag of the chart; 304 to a matching If-None-Match.',
+        tags,
+        response: { ...responses(DeptTree, AUTHED), ...notModified },
+      },
     },
     async (request, reply) => chart(request, reply, 'tree', {}),
   );
@@ -78,7 +104,14 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: 
     '/list/exclude/:id',
     {
       config: { permission: 'system:dept:list' },
-      schema: { tags, params: IdParam, response: responses(DeptList, [400, ...AUTHED, 404]) },
+      schema: {
+        operationId: 'listDeptParentChoices',
+        summary: 'Departments that may become the parent of this one',
+        description: 'Every live department but this one and its descendants.',
+        tags,
+        params: IdParam,
+        response: responses(DeptList, [400, ...AUTHED, 404]),
+      },
     },
     async (request) => listParentChoices(sql, request.caller.tenantId, parseId(request.params.id, 'Department')),
   );
@@ -87,7 +120,7 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: 
     '/:id',
     {
       config: { permission: 'system:dept:query' },
-      schema: { tags, params: IdParam, response: responses(Type.Ref('Dept'), [400, ...AUTHED, 404]) },
+      schema: { operationId: 'getDept', summary: 'Get a department', tags, params: IdParam, response: responses(Type.Ref('Dept'), [400, ...AUTHED, 404]) },
     },
     async (request) => {
       const id = parseId(request.params.id, 'Department');
@@ -101,7 +134,13 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: 
     '/:ids',
     {
       config: { permission: 'system:dept:remove' },
-      schema: { tags, params: IdsParam, response: responses(Type.Null(), [400, ...AUTHED, 404, 409]) },
+      schema: {
+        operationId: 'deleteDepts',
+        summary: 'Delete one department or several (comma-separated ids, all or nothing)',
+        tags,
+        params: IdsParam,
+        response: responses(Type.Null(), [400, ...AUTHED, 404, 409]),
+      },
     },
     async (request) => {
       const ids = parseIds(request.params.ids, 'Department');

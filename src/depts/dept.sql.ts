@@ -4,7 +4,9 @@ import { containing } from '../db/sql.helpers.js';
 import { assert } from '../http/app.error.js';
 import { formatDateTime } from '../time.js';
 import { assertOwnTenant, type Actor } from '../auth/auth.plugin.js';
+import { assertDepthFits } from './dept.depth.js';
 import type { Dept, DeptCreate, DeptListQuery, DeptNode, DeptUpdate } from './dept.schema.js';
+import { NAME_MAX } from '../limits.js';
 
 type DeptRow = Omit<Dept, 'createTime' | 'updateTime'> & { createTime: Date; updateTime: Date | null };
 
@@ -92,7 +94,7 @@ function trimmedName(name: string): string {
   const trimmed = name.trim();
   // Characters, not UTF-16 units: an emoji counts once, as in varchar(30).
   const length = [...trimmed].length;
-  assert(length >= 1 && length <= 30, 400, 'deptName must be 1 to 30 characters after trimming');
+  assert(length >= 1 && length <= NAME_MAX, 400, `deptName must be 1 to ${NAME_MAX} characters after trimming`);
   return trimmed;
 }
 
@@ -105,6 +107,7 @@ export async function createDept(tx: Tx, actor: Actor, input: DeptCreate): Promi
   const parent = await liveParent(tx, actor.tenantId, input.parentId);
   // Rule: no new department under a disabled parent.
   assert(!parent || parent.status === '0', 409, `Parent department ${input.parentId} is disabled; enable it before adding departments under it`);
+  await assertDepthFits(tx, actor.tenantId, parent, input.parentId);
   const [row] = await tx<{ deptId: number }[]>`
     INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, order_num, leader, phone, email, status, create_by)
     VALUES (${actor.tenantId}, ${input.parentId}, ${pathUnder(parent, input.parentId)}, ${deptName},
@@ -146,6 +149,7 @@ export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate): Promi
       SELECT EXISTS (SELECT 1 FROM up WHERE dept_id = ${input.deptId}) AS cycle`;
     assert(!cycle, 409, `Cannot move department ${input.deptId} under ${input.parentId}: ${input.parentId} is one of its descendants`);
   }
+  if (moved) await assertDepthFits(tx, tenantId, parent, input.parentId, input.deptId);
 
   // Rule: nothing enabled under a disabled parent; nothing disabled above an enabled child.
   if (status === '0') {

@@ -1,4 +1,12 @@
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { MAX_BATCH_IDS, MAX_PATH_PARAM } from '../limits.js';
+
+/**
+ * A $ref to a shared schema (registered with app.addSchema), typed as that
+ * schema: the document then names it (Dept, TenantCreate, ...) instead of
+ * repeating it inline.
+ */
+export const RefTo = <T extends TSchema>(schema: T) => Type.Unsafe<Static<T>>(Type.Ref(schema.$id!));
 
 /** A field that may be sent or returned as null. */
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
@@ -32,8 +40,8 @@ export const IdParam = Type.Object({
 export const IdsParam = Type.Object({
   ids: Type.String({
     pattern: '^[0-9]{1,19}(,[0-9]{1,19})*$',
-    maxLength: 20_000,
-    description: 'One id or up to 1000 comma-separated ids',
+    maxLength: MAX_PATH_PARAM,
+    description: `One id or up to ${MAX_BATCH_IDS} comma-separated ids`,
   }),
 });
 

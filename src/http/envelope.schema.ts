@@ -11,18 +11,29 @@ export const ErrorEnvelope = Type.Object(
     msg: Type.String({ description: 'What went wrong, in words a client developer can act on' }),
     data: Type.Null(),
   },
-  { $id: 'ErrorEnvelope' },
+  { $id: 'ErrorEnvelope', description: 'Every failure: the HTTP status equals code, data is null' },
 );
 
-export function successEnvelope(data: TSchema) {
-  return Type.Object({
+/**
+ * The success envelope as the OpenAPI document shows it: each operation's
+ * 200 adds its own `data` (src/http/openapi.ts). Only the document uses it;
+ * on the wire the envelope plugin writes it around the serialised data.
+ */
+export const SuccessEnvelope = Type.Object(
+  {
     code: Type.Literal(200),
     msg: Type.Literal('success'),
-    data,
-  });
-}
+  },
+  { $id: 'SuccessEnvelope', description: 'Every success: HTTP 200, code 200, msg "success"; data holds the result' },
+);
 
-type ErrorStatus = AppError['status'] | 500;
+/** The marker a 200 schema carries when the operation answers with a Location header (see Created). */
+export const LOCATION = 'x-location';
+
+/** The 200 of a create: data null (the contract), the new resource's path in the Location header. */
+export const Created = Type.Null({ [LOCATION]: "The new resource's path, e.g. /system/dept-api/101" });
+
+export type ErrorStatus = AppError['status'] | 500;
 
 /** The `response` map of a route: its 200 data schema plus every failure it can answer. */
 export function responses(data: TSchema, errors: ErrorStatus[]) {

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifySchemaValidationError } from 'fastify';
 import { AppError } from './app.error.js';
+import { BODY_LIMIT_TEXT } from '../limits.js';
 
 /**
  * PostgreSQL constraint names (sql/*.sql) and what they mean to a client.
@@ -87,7 +88,7 @@ function classify(error: FastifyError | Error): [number, string] {
   }
   switch (fastifyError.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return [413, 'Request body is larger than 1 MiB'];
+      return [413, `Request body is larger than ${BODY_LIMIT_TEXT}`];
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return [415, 'Content-Type must be application/json'];
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
@@ -108,7 +109,8 @@ export function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler(async (error: FastifyError, request, reply) => {
     const [status, msg] = classify(error);
     if (status >= 500) request.log.error({ err: error }, 'request failed');
-    else request.log.info({ status, msg }, 'request refused');
+    // `reason`, not `msg`: pino's own msg key would be written twice and jq would keep only one.
+    else request.log.info({ status, reason: msg }, 'request refused');
     return reply.code(status).send({ code: status, msg: status >= 500 ? `${msg} (request id ${request.id})` : msg, data: null });
   });
 }

@@ -1,4 +1,5 @@
 import { AppError } from './app.error.js';
+import { MAX_BATCH_IDS } from '../limits.js';
 
 const INT8_MAX = 9_223_372_036_854_775_807n;
 const SAFE_MAX = BigInt(Number.MAX_SAFE_INTEGER);
@@ -31,13 +32,11 @@ export function parseInternalId(raw: string, what: string): string {
   return raw;
 }
 
-export const MAX_BATCH = 1000;
-
-/** Parses `1,2,3`: each a valid id, at most 1000 of them, duplicates dropped in order. */
+/** Parses `1,2,3`: each a valid id, at most MAX_BATCH_IDS of them, duplicates dropped in order. */
 export function parseIds(raw: string, what: string): number[] {
   const parts = raw.split(',');
-  if (parts.length > MAX_BATCH) {
-    throw new AppError(400, `The path may list at most ${MAX_BATCH} ids, got ${parts.length}`);
+  if (parts.length > MAX_BATCH_IDS) {
+    throw new AppError(400, `The path may list at most ${MAX_BATCH_IDS} ids, got ${parts.length}`);
   }
   return [...new Set(parts.map((part) => parseId(part, what)))];
 }

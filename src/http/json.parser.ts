@@ -1,6 +1,7 @@
 import sjson from 'secure-json-parse';
 import type { FastifyInstance } from 'fastify';
 import { AppError } from './app.error.js';
+import { invalidText } from './unicode.js';
 
 /**
  * JSON bodies, parsed like Fastify's default (secure-json-parse, so
@@ -9,15 +10,26 @@ import { AppError } from './app.error.js';
  * - an empty body with a JSON Content-Type is "no body", as many HTTP
  *   clients send that header on every request, DELETE and logout included;
  *   a route that needs a body then says "body must be object";
- * - a refused prototype key is named as such, not reported as invalid JSON.
+ * - a refused prototype key is named as such, not reported as invalid JSON;
+ * - the bytes must be UTF-8 and every string valid Unicode without NUL
+ *   (src/http/unicode.ts): never silently replaced by U+FFFD.
  */
 export function installJsonParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    const text = body as string;
+  const utf8 = new TextDecoder('utf-8', { fatal: true });
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+    let text: string;
+    try {
+      text = utf8.decode(body as Buffer);
+    } catch {
+      return done(new AppError(400, 'Request body is not valid UTF-8'), undefined);
+    }
     if (text.trim() === '') return done(null, undefined);
     try {
-      done(null, sjson.parse(text, null, { protoAction: 'error', constructorAction: 'error' }));
+      const value: unknown = sjson.parse(text, null, { protoAction: 'error', constructorAction: 'error' });
+      const problem = invalidText(value, 'body');
+      if (problem) return done(new AppError(400, `Invalid input: ${problem}`), undefined);
+      done(null, value);
     } catch (err) {
       const poisoned = err instanceof SyntaxError && /prototype|constructor/.test(err.message);
       done(

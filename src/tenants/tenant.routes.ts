@@ -2,22 +2,29 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Sql } from '../db/database.js';
 import { assert } from '../http/app.error.js';
-import { IdParam } from '../http/common.schema.js';
-import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
-import { Tenant, TenantCreate, TenantListQuery, TenantPage, TenantUpdate } from './tenant.schema.js';
+import { IdParam, RefTo } from '../http/common.schema.js';
+import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.js';
+import { PackageBo, QuotaBo, RuleBo, Tenant, TenantCreate, TenantListQuery, TenantPage, TenantUpdate } from './tenant.schema.js';
 import { createTenant, deleteTenant, getTenant, listTenants, updateTenant } from './tenant.sql.js';
 
 const tags = ['tenants'];
 
 /** /system/tenant-api: the caller's tenant and the tenants below it. */
 export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, { sql }) => {
-  app.addSchema(Tenant);
+  for (const schema of [PackageBo, QuotaBo, RuleBo, Tenant, TenantCreate, TenantUpdate, TenantPage]) app.addSchema(schema);
 
   app.post(
     '/',
     {
       config: { permission: 'system:tenant:add' },
-      schema: { tags, body: TenantCreate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 409]) },
+      schema: {
+        operationId: 'createTenant',
+        summary: 'Create a child tenant',
+        description: 'With username and password, also its root department and first admin user.',
+        tags,
+        body: RefTo(TenantCreate),
+        response: responses(Created, [...WITH_BODY, ...AUTHED, 409]),
+      },
     },
     async (request, reply) => {
       const id = await sql.begin((tx) => createTenant(tx, request.caller, request.body));
@@ -30,7 +37,14 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
     '/',
     {
       config: { permission: 'system:tenant:edit' },
-      schema: { tags, body: TenantUpdate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]) },
+      schema: {
+        operationId: 'updateTenant',
+        summary: 'Replace a tenant',
+        description: 'Full replacement; tenantId and tenantParent never change.',
+        tags,
+        body: RefTo(TenantUpdate),
+        response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]),
+      },
     },
     async (request) => {
       await sql.begin((tx) => updateTenant(tx, request.caller, request.body));
@@ -42,7 +56,13 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
     '/list',
     {
       config: { permission: 'system:tenant:list' },
-      schema: { tags, querystring: TenantListQuery, response: responses(TenantPage, [400, ...AUTHED]) },
+      schema: {
+        operationId: 'listTenants',
+        summary: 'Page through the tenants you can see',
+        tags,
+        querystring: TenantListQuery,
+        response: responses(Type.Ref('TenantPage'), [400, ...AUTHED]),
+      },
     },
     async (request) => listTenants(sql, request.caller, request.query),
   );
@@ -51,7 +71,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
     '/:id',
     {
       config: { permission: 'system:tenant:query' },
-      schema: { tags, params: IdParam, response: responses(Type.Ref('Tenant'), [400, ...AUTHED, 404]) },
+      schema: { operationId: 'getTenant', summary: 'Get a tenant', tags, params: IdParam, response: responses(Type.Ref('Tenant'), [400, ...AUTHED, 404]) },
     },
     async (request) => {
       const tenant = await getTenant(sql, request.caller, request.params.id);
@@ -64,7 +84,13 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
     '/:id',
     {
       config: { permission: 'system:tenant:remove' },
-      schema: { tags, params: IdParam, response: responses(Type.Null(), [400, ...AUTHED, 404, 409]) },
+      schema: {
+        operationId: 'deleteTenant',
+        summary: 'Delete a tenant (logically)',
+        tags,
+        params: IdParam,
+        response: responses(Type.Null(), [400, ...AUTHED, 404, 409]),
+      },
     },
     async (request) => {
       await sql.begin((tx) => deleteTenant(tx, request.caller, request.params.id));

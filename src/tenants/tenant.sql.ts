@@ -1,13 +1,15 @@
 import type { Db, Tx } from '../db/database.js';
 import { assert } from '../http/app.error.js';
 import { parseInternalId } from '../http/ids.js';
-import { formatDateTime } from '../time.js';
+import { formatDateTime, today } from '../time.js';
 import { isSuperadmin, type Caller } from '../auth/auth.plugin.js';
 import { PLATFORM_TENANT } from '../auth/auth.roles.js';
 import { createDept } from '../depts/dept.sql.js';
 import { containing } from '../db/sql.helpers.js';
 import { createUser } from '../users/user.sql.js';
+import { revokeTenantSubtreeSessions } from '../auth/auth.sql.js';
 import type { Tenant, TenantCreate, TenantListQuery, TenantUpdate } from './tenant.schema.js';
+import { NAME_MAX } from '../limits.js';
 
 export const MAX_MENU_IDS = 10_000;
 
@@ -236,16 +238,29 @@ export async function createTenant(tx: Tx, caller: Caller, input: TenantCreate):
 
   if (input.username !== undefined && input.password !== undefined) {
     const actor = { tenantId: created.tenantId, userName: caller.userName };
-    const deptId = await createDept(tx, actor, { parentId: 0, deptName: [...input.companyName.trim()].slice(0, 30).join('') });
+    const deptId = await createDept(tx, actor, { parentId: 0, deptName: [...input.companyName.trim()].slice(0, NAME_MAX).join('') });
     await createUser(tx, actor, { userName: input.username, password: input.password, roles: ['admin'], deptId, nickName: input.username });
   }
   return created.id;
 }
 
+interface Period {
+  status: string;
+  startTime?: string | null;
+  endTime?: string | null;
+}
+
+/** Rule: a tenant is live today when enabled and inside its service period (dates in TZ). */
+function liveToday(p: Period): boolean {
+  const day = today();
+  return p.status === '0' && (!p.startTime || p.startTime <= day) && (!p.endTime || day <= p.endTime);
+}
+
 /** Full replacement. tenantId and tenantParent are fixed for life: repeating them is fine, changing them is 400. */
 export async function updateTenant(tx: Tx, caller: Caller, input: TenantUpdate): Promise<void> {
-  const [target] = await tx<{ tenantId: string; tenantParent: string | null; ancestors: string }[]>`
-    SELECT t.tenant_id AS "tenantId", t.tenant_parent AS "tenantParent", t.ancestors FROM sys_tenant t
+  const [target] = await tx<({ tenantId: string; tenantParent: string | null; ancestors: string } & Period)[]>`
+    SELECT t.tenant_id AS "tenantId", t.tenant_parent AS "tenantParent", t.ancestors,
+           t.status, t.start_time::text AS "startTime", t.end_time::text AS "endTime" FROM sys_tenant t
     WHERE t.id = ${parseInternalId(input.id, 'Tenant')}::bigint AND ${visibleTo(tx, caller)}
     FOR UPDATE`;
   assert(target, 404, `Tenant ${input.id} not found`);
@@ -259,6 +274,12 @@ export async function updateTenant(tx: Tx, caller: Caller, input: TenantUpdate):
   await tx`
     UPDATE sys_tenant SET ${tx({ ...writableColumns(input), update_by: caller.userName })}, update_time = now()
     WHERE id = ${input.id}::bigint`;
+  // A write that suspends the subtree (disable, period moved off today) ends
+  // its sessions; so does one that lifts a suspension, which covers an expiry
+  // (no write happens when a period runs out): tokens from before never return.
+  if (!liveToday(target) || !liveToday({ status: input.status ?? '0', startTime: input.startTime, endTime: input.endTime })) {
+    await revokeTenantSubtreeSessions(tx, target.tenantId);
+  }
 }
 
 /** Logical delete, refused while live child tenants exist. */
@@ -273,4 +294,5 @@ export async function deleteTenant(tx: Tx, caller: Caller, id: string): Promise<
     SELECT tenant_id AS "tenantId" FROM sys_tenant WHERE tenant_parent = ${target.tenantId} AND del_flag = '0' LIMIT 1`;
   assert(!child, 409, `Tenant ${target.tenantId} has live child tenant ${child?.tenantId}; delete it first`);
   await tx`UPDATE sys_tenant SET del_flag = '2', update_by = ${caller.userName}, update_time = now() WHERE id = ${id}::bigint`;
+  await revokeTenantSubtreeSessions(tx, target.tenantId);
 }

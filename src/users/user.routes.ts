@@ -2,8 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Sql } from '../db/database.js';
 import { assert } from '../http/app.error.js';
-import { IdParam, IdsParam } from '../http/common.schema.js';
-import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
+import { IdParam, IdsParam, RefTo } from '../http/common.schema.js';
+import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { parseId, parseIds } from '../http/ids.js';
 import { User, UserCreate, UserListQuery, UserUpdate } from './user.schema.js';
 import { createUser, deleteUsers, getUser, listUsers, updateUser } from './user.sql.js';
@@ -12,13 +12,19 @@ const tags = ['users'];
 
 /** /system/user-api: accounts of the caller's own tenant, managed by its admins. */
 export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, { sql }) => {
-  app.addSchema(User);
+  for (const schema of [User, UserCreate, UserUpdate]) app.addSchema(schema);
 
   app.post(
     '/',
     {
       config: { permission: 'system:user:add' },
-      schema: { tags, body: UserCreate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 409]) },
+      schema: {
+        operationId: 'createUser',
+        summary: 'Create a user in your tenant',
+        tags,
+        body: RefTo(UserCreate),
+        response: responses(Created, [...WITH_BODY, ...AUTHED, 409]),
+      },
     },
     async (request, reply) => {
       const userId = await sql.begin((tx) => createUser(tx, request.caller, request.body));
@@ -31,7 +37,14 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
     '/',
     {
       config: { permission: 'system:user:edit' },
-      schema: { tags, body: UserUpdate, response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]) },
+      schema: {
+        operationId: 'updateUser',
+        summary: 'Replace a user',
+        description: 'Full replacement; the password changes only when sent, and then every token of the user is revoked.',
+        tags,
+        body: RefTo(UserUpdate),
+        response: responses(Type.Null(), [...WITH_BODY, ...AUTHED, 404, 409]),
+      },
     },
     async (request) => {
       await sql.begin((tx) => updateUser(tx, request.caller, request.body));
@@ -43,7 +56,13 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
     '/list',
     {
       config: { permission: 'system:user:list' },
-      schema: { tags, querystring: UserListQuery, response: responses(Type.Array(Type.Ref('User')), [400, ...AUTHED]) },
+      schema: {
+        operationId: 'listUsers',
+        summary: 'List the live users of your tenant',
+        tags,
+        querystring: UserListQuery,
+        response: responses(Type.Array(Type.Ref('User')), [400, ...AUTHED]),
+      },
     },
     async (request) => listUsers(sql, request.caller.tenantId, request.query),
   );
@@ -52,7 +71,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
     '/:id',
     {
       config: { permission: 'system:user:query' },
-      schema: { tags, params: IdParam, response: responses(Type.Ref('User'), [400, ...AUTHED, 404]) },
+      schema: { operationId: 'getUser', summary: 'Get a user', tags, params: IdParam, response: responses(Type.Ref('User'), [400, ...AUTHED, 404]) },
     },
     async (request) => {
       const id = parseId(request.params.id, 'User');
@@ -66,7 +85,13 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
     '/:ids',
     {
       config: { permission: 'system:user:remove' },
-      schema: { tags, params: IdsParam, response: responses(Type.Null(), [400, ...AUTHED, 404, 409]) },
+      schema: {
+        operationId: 'deleteUsers',
+        summary: 'Delete one user or several (comma-separated ids, all or nothing)',
+        tags,
+        params: IdsParam,
+        response: responses(Type.Null(), [400, ...AUTHED, 404, 409]),
+      },
     },
     async (request) => {
       const ids = parseIds(request.params.ids, 'User');

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Audit, DelFlag, DelFlagInput, Email, EntityId, Nullable, Phone, Status } from '../http/common.schema.js';
+import { NAME_MAX } from '../limits.js';
 
 const AssignableRole = Type.Union([Type.Literal('admin'), Type.Literal('user')]);
 
@@ -9,8 +10,8 @@ export const User = Type.Object(
     userId: EntityId,
     tenantId: Type.String(),
     deptId: Nullable(EntityId),
-    userName: Type.String({ minLength: 1, maxLength: 30, pattern: '^\\S+$', description: 'Unique among the tenant\'s live users' }),
-    nickName: Type.String({ maxLength: 30 }),
+    userName: Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: '^\\S+$', description: 'Unique among the tenant\'s live users' }),
+    nickName: Type.String({ maxLength: NAME_MAX }),
     email: Nullable(Email),
     phonenumber: Nullable(Phone),
     status: Status,
@@ -21,7 +22,7 @@ export const User = Type.Object(
   { $id: 'User' },
 );
 
-const Password = Type.String({ minLength: 8, maxLength: 128, description: 'Write-only; stored as a salted scrypt hash' });
+const Password = Type.String({ minLength: 8, maxLength: 128, writeOnly: true, description: 'Write-only; stored as a salted scrypt hash' });
 
 const optional = Type.Object({
   deptId: Type.Optional(User.properties.deptId),
@@ -38,18 +39,18 @@ export const UserCreate = Type.Composite([
   Type.Pick(User, ['userName']),
   Type.Object({ roles: Roles, password: Password }),
   optional,
-]);
+], { $id: 'UserCreate', examples: [{ userName: 'li.lei', nickName: 'Li Lei', password: 'a-long-secret', roles: ['user'], deptId: 101 }] });
 
 /** Full replacement; the password changes only when sent, and then every token of the user is revoked. */
 export const UserUpdate = Type.Composite([
   Type.Pick(User, ['userId', 'userName']),
   Type.Object({ roles: Roles, password: Type.Optional(Password) }),
   optional,
-]);
+], { $id: 'UserUpdate' });
 
 export const UserListQuery = Type.Object({
   deptId: Type.Optional(EntityId),
-  userName: Type.Optional(Type.String({ maxLength: 30, description: 'Substring match' })),
+  userName: Type.Optional(Type.String({ maxLength: NAME_MAX, description: 'Substring match' })),
   status: Type.Optional(Status),
 });
 

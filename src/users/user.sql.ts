@@ -3,7 +3,7 @@ import { lockOrganisation } from '../db/locks.js';
 import { assert } from '../http/app.error.js';
 import { formatDateTime } from '../time.js';
 import { hashPassword } from '../auth/password.js';
-import { revokeUserSessions } from '../auth/auth.sql.js';
+import { revokeSessionsOfUsers, revokeUserSessions } from '../auth/auth.sql.js';
 import { assertOwnTenant, type Actor } from '../auth/auth.plugin.js';
 import { containing } from '../db/sql.helpers.js';
 import type { User, UserCreate, UserListQuery, UserUpdate } from './user.schema.js';
@@ -108,7 +108,8 @@ export async function updateUser(tx: Tx, actor: Actor & { userId: number }, inpu
       role = ${input.roles[0]!}, password_hash = COALESCE(${passwordHash}, password_hash),
       update_by = ${actor.userName}, update_time = now()
     WHERE tenant_id = ${actor.tenantId} AND user_id = ${input.userId}`;
-  if (passwordHash !== null) await revokeUserSessions(tx, actor.tenantId, input.userId);
+  // A password change or a disable ends every session the user holds.
+  if (passwordHash !== null || input.status === '1') await revokeUserSessions(tx, actor.tenantId, input.userId);
 }
 
 export async function deleteUsers(tx: Tx, actor: Actor & { userId: number }, ids: number[]): Promise<void> {
@@ -118,4 +119,5 @@ export async function deleteUsers(tx: Tx, actor: Actor & { userId: number }, ids
   await tx`
     UPDATE sys_user SET del_flag = '2', update_by = ${actor.userName}, update_time = now()
     WHERE tenant_id = ${actor.tenantId} AND user_id = ANY(${ids}::bigint[])`;
+  await revokeSessionsOfUsers(tx, actor.tenantId, ids);
 }

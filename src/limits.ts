@@ -1,0 +1,22 @@
+// Limits that several places must agree on (DECISIONS §2, §5-§8 and the
+// columns behind them), defined once: schemas, checks, server options and
+// messages all read them from here.
+
+/** Names: deptName, userName, nickName, contactUserName (varchar(30) columns). */
+export const NAME_MAX = 30;
+
+/** Integer fields stored as int4: orderNum, the quotas, accountCount. */
+export const INT4_MAX = 2_147_483_647;
+
+/** Largest request body (DECISIONS §8), and how messages name it. */
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+export const BODY_LIMIT_TEXT = '1 MiB';
+
+/** Ids in one batch-delete path (DECISIONS §8). */
+export const MAX_BATCH_IDS = 1000;
+
+/** Longest path parameter: MAX_BATCH_IDS ids of up to 19 digits, with their commas. */
+export const MAX_PATH_PARAM = MAX_BATCH_IDS * 20;
+
+/** Token lifetime in seconds when TOKEN_TTL is unset (DECISIONS §2). */
+export const DEFAULT_TOKEN_TTL = 7200;
