@@ -144,10 +144,10 @@ interface Prepared {
  * and nulls; and an empty `Target` to move it under.
  */
 async function seed(sql: Sql, size: number): Promise<Prepared['ids']> {
-  const [{ bench }] = await sql<{ bench: number }[]>`
+  const [{ bench }] = (await sql<{ bench: number }[]>`
     INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, create_by)
     SELECT '000000', dept_id, '0,' || dept_id, 'Bench', 'bench' FROM sys_dept WHERE tenant_id = '000000' AND parent_id = 0
-    RETURNING dept_id AS bench` as unknown as [{ bench: number }];
+    RETURNING dept_id AS bench`) as unknown as [{ bench: number }];
   const [{ target }] = (await sql`
     INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, create_by)
     VALUES ('000000', 0, '0', 'Target', 'bench') RETURNING dept_id AS target`) as unknown as [{ target: number }];
@@ -265,7 +265,9 @@ export async function load(): Promise<void> {
   try {
     const { service, baseline, headers } = await startBoth(prepared);
     console.log(`database: ${prepared.description}`);
-    console.log(`${ROUNDS} interleaved rounds of ${SECONDS} s, ${CONNECTIONS} connections, service LOG_LEVEL ${process.env.LOG_LEVEL ?? 'info (default)'}`);
+    console.log(
+      `${ROUNDS} interleaved rounds of ${SECONDS} s, ${CONNECTIONS} connections, service LOG_LEVEL ${process.env.LOG_LEVEL ?? 'info (default)'}`,
+    );
     const only = process.env.BENCH_ONLY; // id, tree or list
     const targets = [
       { label: `GET /system/dept-api/{id}`, service: `/system/dept-api/${prepared.ids.leaf}`, baseline: `/system/dept-api/${prepared.ids.leaf}` },
@@ -277,7 +279,9 @@ export async function load(): Promise<void> {
     const theirs = JSON.parse((await get(BASELINE_PORT, '/system/dept-api/list', headers)).body).data;
     if (ours.length !== theirs.length) throw new Error(`list: service ${ours.length} rows, baseline ${theirs.length}`);
     const treeBytes = (await get(SERVICE_PORT, '/system/dept-api/tree', headers)).bytes;
-    console.log(`${ours.length} departments; tree ${fmt(treeBytes / 1024)} KB, baseline json_agg ${fmt((await get(BASELINE_PORT, '/system/dept-api/list', headers)).bytes / 1024)} KB`);
+    console.log(
+      `${ours.length} departments; tree ${fmt(treeBytes / 1024)} KB, baseline json_agg ${fmt((await get(BASELINE_PORT, '/system/dept-api/list', headers)).bytes / 1024)} KB`,
+    );
 
     let rssPeak = 0;
     for (const target of targets) {
@@ -384,5 +388,11 @@ export async function buildService(): Promise<void> {
 }
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => void stopAll().then(() => cleanupDatabase?.()).finally(() => process.exit(130)));
+  process.on(
+    signal,
+    () =>
+      void stopAll()
+        .then(() => cleanupDatabase?.())
+        .finally(() => process.exit(130)),
+  );
 }

@@ -31,7 +31,10 @@ function queryKey(kind: ChartKind, query: DeptListQuery): string {
 }
 
 export function chartEtag(tenantId: string, version: number, kind: ChartKind, query: DeptListQuery): string {
-  const hash = createHash('sha1').update(`${tenantId}\0${queryKey(kind, query)}`).digest('base64url').slice(0, 12);
+  const hash = createHash('sha1')
+    .update(`${tenantId}\0${queryKey(kind, query)}`)
+    .digest('base64url')
+    .slice(0, 12);
   return `"dc${version}-${hash}"`;
 }
 
