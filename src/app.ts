@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Config } from './config.js';
+import { DEFAULT_CHART_CACHE_MB, type Config } from './config.js';
 import type { Sql } from './db/database.js';
 import { envelopePlugin } from './http/envelope.plugin.js';
 import { lifecyclePlugin, REQUEST_DEADLINE_MS } from './http/lifecycle.js';
@@ -24,7 +24,7 @@ import { BODY_LIMIT_BYTES, MAX_PATH_PARAM } from './limits.js';
 
 export interface AppOptions {
   sql: Sql;
-  config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'> & Partial<Pick<Config, 'corsOrigins'>>;
+  config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'> & Partial<Pick<Config, 'corsOrigins' | 'chartCacheMb'>>;
   /** false: no logging (tests). Otherwise pino at config.logLevel, to stdout or to logStream. */
   logger?: false;
   logStream?: NodeJS.WritableStream;
@@ -77,7 +77,7 @@ export async function buildApp({ sql, config, logger, logStream, requestDeadline
 
   await app.register(healthRoutes, { sql });
   await app.register(authRoutes, { sql, tokenTtl: config.tokenTtl });
-  await app.register(deptRoutes, { sql, prefix: '/system/dept-api' });
+  await app.register(deptRoutes, { sql, prefix: '/system/dept-api', chartCacheBytes: (config.chartCacheMb ?? DEFAULT_CHART_CACHE_MB) * 2 ** 20 });
   await app.register(userRoutes, { sql, prefix: '/system/user-api' });
   await app.register(tenantRoutes, { sql, prefix: '/system/tenant-api' });
   return app;

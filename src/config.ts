@@ -16,6 +16,8 @@ export interface Config {
   /** Token lifetime in seconds. */
   tokenTtl: number;
   logLevel: string;
+  /** Budget of the serialised department charts kept per process (dept list/tree), in MiB. */
+  chartCacheMb: number;
   /** Origins allowed to call from a browser (CORS); undefined: CORS off, no CORS headers. */
   corsOrigins: string[] | undefined;
   /** Seconds the start-up waits for the database to answer before giving up (DECISIONS §12). */
@@ -26,6 +28,7 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
+export const DEFAULT_CHART_CACHE_MB = 64;
 /**
  * Reads `.env` from the working directory when there is one. A variable
  * already in the environment wins over the file, even when set to "", so a
@@ -106,6 +109,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jwtSecret,
     tokenTtl: integer(env, 'TOKEN_TTL', DEFAULT_TOKEN_TTL, 1, 31_536_000),
     logLevel,
+    chartCacheMb: integer(env, 'CHART_CACHE_MB', DEFAULT_CHART_CACHE_MB, 0, 65_536),
     corsOrigins: origins(env),
     dbStartTimeout: integer(env, 'DB_START_TIMEOUT', 30, 1, 3600),
     shutdownTimeout: integer(env, 'SHUTDOWN_TIMEOUT', 10, 0, 3600),

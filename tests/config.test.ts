@@ -22,6 +22,7 @@ describe('loadConfig', () => {
       logLevel: 'info',
       dbStartTimeout: 30,
       shutdownTimeout: 10,
+      chartCacheMb: 64,
     });
   });
 
@@ -43,6 +44,7 @@ describe('loadConfig', () => {
       TZ: 'Asia/Shanghai',
       DB_START_TIMEOUT: '5',
       SHUTDOWN_TIMEOUT: '0',
+      CHART_CACHE_MB: '8',
     };
     expect(loadConfig(env)).toEqual({
       port: 3000,
@@ -55,6 +57,7 @@ describe('loadConfig', () => {
       logLevel: 'debug',
       dbStartTimeout: 5,
       shutdownTimeout: 0,
+      chartCacheMb: 8,
     });
     expect(loadConfig({ DATABASE_URL: 'postgres://localhost/x' }).databaseUrl).toBe('postgres://localhost/x');
     expect(loadConfig({ PORT: '0' }).port).toBe(0);
@@ -82,6 +85,7 @@ describe('loadConfig', () => {
     ['TOKEN_TTL', '0'],
     ['TOKEN_TTL', 'ten'],
     ['LOG_LEVEL', 'loud'],
+    ['CHART_CACHE_MB', '-1'],
     ['DATABASE_URL', 'mysql://x'],
     ['JWT_SECRET', 'too-short'],
     ['JWT_SECRET', 's'.repeat(31)],
