@@ -4,6 +4,9 @@
 //
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench
 //   BENCH_SUBTREE=10000 BENCH_REQUESTS=2000 npm run bench
+//
+// `npm run bench -- load` and `npm run bench -- big` run the service as a
+// process against a bare-stack baseline instead (bench/load.bench.ts).
 
 import { performance } from 'node:perf_hooks';
 import { buildApp } from '../src/app.js';
@@ -149,7 +152,16 @@ async function main() {
   await db.close();
 }
 
-main().catch((err) => {
+const mode = process.argv[2];
+const run = async () => {
+  if (mode === undefined || mode === 'latency') return main();
+  if (mode !== 'load' && mode !== 'big') throw new Error(`unknown bench mode "${mode}": use latency, load or big`);
+  const harness = await import('./load.bench.js');
+  await harness.buildService();
+  await (mode === 'load' ? harness.load() : harness.big());
+};
+
+run().catch((err) => {
   console.error(err);
   process.exit(1);
 });

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { Config } from './config.js';
+import { DEFAULT_CHART_CACHE_MB, type Config } from './config.js';
 import type { Sql } from './db/database.js';
 import { envelopePlugin } from './http/envelope.plugin.js';
 import { lifecyclePlugin, REQUEST_DEADLINE_MS } from './http/lifecycle.js';
@@ -25,7 +25,7 @@ import { auditPlugin, type AuditOptions } from './audit/audit.plugin.js';
 
 export interface AppOptions {
   sql: Sql;
-  config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'> & Partial<Pick<Config, 'corsOrigins' | 'auditRetentionDays'>>;
+  config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'> & Partial<Pick<Config, 'corsOrigins' | 'chartCacheMb' | 'auditRetentionDays'>>;
   /** Audit feed internals (notification mode, stream timings); tests set them. */
   audit?: AuditOptions;
   /** false: no logging (tests). Otherwise pino at config.logLevel, to stdout or to logStream. */
@@ -80,7 +80,7 @@ export async function buildApp({ sql, config, logger, logStream, audit, requestD
 
   await app.register(healthRoutes, { sql });
   await app.register(authRoutes, { sql, tokenTtl: config.tokenTtl });
-  await app.register(deptRoutes, { sql, prefix: '/system/dept-api' });
+  await app.register(deptRoutes, { sql, prefix: '/system/dept-api', chartCacheBytes: (config.chartCacheMb ?? DEFAULT_CHART_CACHE_MB) * 2 ** 20 });
   await app.register(userRoutes, { sql, prefix: '/system/user-api' });
   await app.register(tenantRoutes, { sql, prefix: '/system/tenant-api' });
   await app.register(auditPlugin, { sql, audit: { retentionDays: config.auditRetentionDays, ...audit } });

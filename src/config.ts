@@ -18,6 +18,8 @@ export interface Config {
   logLevel: string;
   /** Audit records older than this many days are purged. */
   auditRetentionDays: number;
+  /** Budget of the serialised department charts kept per process (dept list/tree), in MiB. */
+  chartCacheMb: number;
   /** Origins allowed to call from a browser (CORS); undefined: CORS off, no CORS headers. */
   corsOrigins: string[] | undefined;
   /** Seconds the start-up waits for the database to answer before giving up (DECISIONS §12). */
@@ -28,6 +30,7 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
+export const DEFAULT_CHART_CACHE_MB = 64;
 /**
  * Reads `.env` from the working directory when there is one. A variable
  * already in the environment wins over the file, even when set to "", so a
@@ -109,6 +112,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     tokenTtl: integer(env, 'TOKEN_TTL', DEFAULT_TOKEN_TTL, 1, 31_536_000),
     logLevel,
     auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, 1, 36_500),
+    chartCacheMb: integer(env, 'CHART_CACHE_MB', DEFAULT_CHART_CACHE_MB, 0, 65_536),
     corsOrigins: origins(env),
     dbStartTimeout: integer(env, 'DB_START_TIMEOUT', 30, 1, 3600),
     shutdownTimeout: integer(env, 'SHUTDOWN_TIMEOUT', 10, 0, 3600),

@@ -212,6 +212,7 @@ describe('tokens refused with 401', () => {
     const user = await createUserAndLogin(t, t.root, '000000', 'user');
     await expectAccepted(user.client);
     await t.sql`UPDATE auth_session SET expires_at = now() - interval '1 second' WHERE session_id = ${claimsOf(user.client.token!).sid}`;
+    t.app.sessionCache.clear(); // a direct write: the session cache is told, as after a write through this node
     await expectRefused(user.client);
   });
 
@@ -339,6 +340,7 @@ describe('tenant state', () => {
     await expectAccepted(tenant.admin);
 
     await set(tenant.tenantId);
+    t.app.sessionCache.clear(); // a direct write: the session cache is told, as after a write through this node
     await expectRefused(tenant.admin, msg);
     await expectRefused(user.client, msg);
     const refused = await login(tenant.tenantId, user.userName, user.password);
@@ -479,6 +481,10 @@ describe('JWT secret', () => {
       const onNode2 = new Client(node2, res.body.data.access_token);
       await expectAccepted(onNode2);
       expect((await fromNode2.post('/auth/logout')).status).toBe(200);
+      // Node 2 may serve its cached session for a moment (DECISIONS §2: within 5 s).
+      for (let waited = 0; (await onNode2.get('/auth/me')).status === 200 && waited < 5_000; waited += 100) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
       await expectRefused(onNode2);
       // The stored secret did not change.
       const [after] = await t.sql<{ value: string }[]>`SELECT value FROM app_setting WHERE key = 'jwt_secret'`;

@@ -23,6 +23,7 @@ describe('loadConfig', () => {
       auditRetentionDays: 365,
       dbStartTimeout: 30,
       shutdownTimeout: 10,
+      chartCacheMb: 64,
     });
   });
 
@@ -45,6 +46,7 @@ describe('loadConfig', () => {
       AUDIT_RETENTION_DAYS: '30',
       DB_START_TIMEOUT: '5',
       SHUTDOWN_TIMEOUT: '0',
+      CHART_CACHE_MB: '8',
     };
     expect(loadConfig(env)).toEqual({
       port: 3000,
@@ -58,6 +60,7 @@ describe('loadConfig', () => {
       auditRetentionDays: 30,
       dbStartTimeout: 5,
       shutdownTimeout: 0,
+      chartCacheMb: 8,
     });
     expect(loadConfig({ DATABASE_URL: 'postgres://localhost/x' }).databaseUrl).toBe('postgres://localhost/x');
     expect(loadConfig({ PORT: '0' }).port).toBe(0);
@@ -87,6 +90,7 @@ describe('loadConfig', () => {
     ['TOKEN_TTL', '0'],
     ['TOKEN_TTL', 'ten'],
     ['LOG_LEVEL', 'loud'],
+    ['CHART_CACHE_MB', '-1'],
     ['DATABASE_URL', 'mysql://x'],
     ['JWT_SECRET', 'too-short'],
     ['JWT_SECRET', 's'.repeat(31)],

@@ -111,6 +111,8 @@ describe('suspension details', () => {
     const { a, c } = await chain();
     // Time passing is no API call: the end date is moved by SQL.
     await t.sql`UPDATE sys_tenant SET end_time = ${dayFromToday(-1)}::date WHERE tenant_id = ${a.tenant.tenantId}`;
+    // Real time passing starts a new day, which is a new session-cache key; the SQL stand-in says so explicitly.
+    t.app.sessionCache.clear();
     const res = await c.admin.get('/auth/me');
     expect(res.status).toBe(401);
     expect(res.body.msg).toContain(a.tenant.tenantId);

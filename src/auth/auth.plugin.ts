@@ -3,8 +3,10 @@ import fastifyJwt from '@fastify/jwt';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Sql } from '../db/database.js';
 import { AppError, assert } from '../http/app.error.js';
+import { today } from '../time.js';
 import { accountProblem, findSession } from './auth.sql.js';
 import { PERMISSIONS, PLATFORM_TENANT, type Permission, type Role } from './auth.roles.js';
+import { createSessionCache, isAuthRelevantWrite, type SessionCache } from './session.cache.js';
 
 /** Who is calling, from a verified token and the live session behind it. */
 export interface Caller {
@@ -54,6 +56,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     caller: Caller;
   }
+  interface FastifyInstance {
+    /** Clear it after a write that may change who is allowed in, when the write is not an HTTP call to /auth, users or tenants. */
+    sessionCache: SessionCache<unknown>;
+  }
 }
 
 declare module '@fastify/jwt' {
@@ -72,12 +78,22 @@ const BEARER = /^Bearer [A-Za-z0-9._~+/-]+=*$/i;
 /**
  * Authentication and permission for every route not marked `public`:
  * the JWT is verified, then its session, user and tenant are read from the
- * database on each request, so logout, password change, disabling, expiry
- * and deletion take effect at once on every node sharing the database.
+ * database (through a cache of a few seconds, session.cache.ts), so logout,
+ * password change, disabling and deletion take effect at once on this node
+ * and within seconds on every node sharing the database; expiry is checked
+ * against today's date on every request.
  */
-export const authPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; secret: string; tokenTtl: number }) => {
+export const authPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; secret: string; tokenTtl: number; sessionCacheMs?: number }) => {
   await app.register(fastifyJwt, { secret: opts.secret, sign: { expiresIn: opts.tokenTtl } });
   app.decorateRequest('caller', null as unknown as Caller);
+  const sessions = createSessionCache<Awaited<ReturnType<typeof findSession>>>(opts.sessionCacheMs);
+  app.decorate('sessionCache', sessions as SessionCache<unknown>);
+  // onSend runs before the response leaves, so the client's next request already misses the cache.
+  // A callback hook, not an async one: it runs on every response and needs no promise.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (isAuthRelevantWrite(request.method, request.url, reply.statusCode)) sessions.clear();
+    done(null, payload);
+  });
 
   async function authenticate(request: FastifyRequest): Promise<Caller> {
     const header = request.headers.authorization;
@@ -91,7 +107,8 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; secr
       throw new AppError(401, expired ? 'Access token has expired; log in again' : 'Access token is invalid');
     }
     if (typeof claims.tid !== 'string' || typeof claims.sid !== 'string') throw new AppError(401, 'Access token is invalid');
-    const principal = await findSession(opts.sql, claims.tid, claims.sid);
+    // findSession judges the service periods against today: a new day is a new key, so expiry is never cached across midnight.
+    const principal = await sessions.get(`${today()}:${claims.tid}:${claims.sid}`, () => findSession(opts.sql, claims.tid, claims.sid));
     if (!principal) throw new AppError(401, 'Access token has been revoked or has expired; log in again');
     const problem = accountProblem(principal);
     if (problem) throw new AppError(401, `Access token refused: ${problem}`);

@@ -86,10 +86,16 @@ export async function openEmbedded(dataDir: string | undefined): Promise<Databas
   const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
   if (dataDir !== undefined) await mkdir(dataDir, { recursive: true });
   const lock = dataDir === undefined ? undefined : await lockDataDir(dataDir);
-  const db = await PGlite.create(dataDir).catch(async (err: unknown) => {
-    await lock?.release();
-    throw err;
-  });
+  // PostgreSQL zeroes its shared buffers at start, and the WASM heap they live
+  // in never shrinks: PGlite's default 128 MB would be resident from the first
+  // second. 16 MB holds the hot pages (the chart cache spares the big scans);
+  // the rest is read through the file system's page cache.
+  const db = await PGlite.create(dataDir, { startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'] }).catch(
+    async (err: unknown) => {
+      await lock?.release();
+      throw err;
+    },
+  );
   const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 1 });
   await server.start();
   const [host, port] = server.getServerConn().split(':');

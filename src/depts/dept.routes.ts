@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Sql } from '../db/database.js';
 import { assert } from '../http/app.error.js';
 import { IdParam, IdsParam, RefTo } from '../http/common.schema.js';
@@ -9,13 +10,27 @@ import { requestActor } from '../audit/audit.record.js';
 import { parseId, parseIds } from '../http/ids.js';
 import { assertIfMatchFits, etagOf, ifMatchOf } from '../http/etag.js';
 import { Dept, DeptCreate, DeptList, DeptListQuery, DeptNode, DeptTree, DeptUpdate } from './dept.schema.js';
-import { createDept, deleteDepts, getDept, listDepts, listParentChoices, toTree, updateDept } from './dept.sql.js';
+import { createDept, deleteDepts, getDept, listParentChoices, updateDept } from './dept.sql.js';
+import { ChartCache, chartEtag, chartVersion, matchesIfNoneMatch, type ChartKind } from './dept.chart.js';
 
 const tags = ['departments'];
 
 /** /system/dept-api: HTTP only. Every call acts in the caller's own tenant. */
-export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, { sql }) => {
+export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: number }> = async (app, { sql, chartCacheBytes }) => {
   for (const schema of [Dept, DeptNode, DeptCreate, DeptUpdate]) app.addSchema(schema);
+
+  // list and tree: ETag of the tenant's chart version, 304 on a match, else
+  // the cached envelope (rawResponse: the bytes already carry it).
+  const charts = new ChartCache(chartCacheBytes);
+  const notModified = { 304: Type.Null({ description: "Not modified: If-None-Match names the tenant's current chart" }) };
+  async function chart(request: FastifyRequest, reply: FastifyReply, kind: ChartKind, query: DeptListQuery) {
+    const { tenantId } = request.caller;
+    const version = await chartVersion(sql, tenantId);
+    const etag = chartEtag(tenantId, version, kind, query);
+    if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).header('etag', etag).send();
+    const found = await charts.get(sql, tenantId, version, kind, query);
+    return reply.header('etag', found.etag).header('content-type', 'application/json; charset=utf-8').send(found.body);
+  }
 
   app.post(
     '/',
@@ -59,26 +74,32 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
   app.get(
     '/list',
     {
-      config: { permission: 'system:dept:list', cacheControl: REVALIDATE },
+      config: { permission: 'system:dept:list', cacheControl: REVALIDATE, rawResponse: true },
       schema: {
         operationId: 'listDepts',
         summary: 'List live departments (flat)',
-        description: 'Ordered by parentId, orderNum, deptId.',
+        description: 'Ordered by parentId, orderNum, deptId. ETag of the chart; 304 to a matching If-None-Match.',
         tags,
         querystring: DeptListQuery,
-        response: responses(DeptList, [400, ...AUTHED]),
+        response: { ...responses(DeptList, [400, ...AUTHED]), ...notModified },
       },
     },
-    async (request) => listDepts(sql, request.caller.tenantId, request.query),
+    async (request, reply) => chart(request, reply, 'list', request.query),
   );
 
   app.get(
     '/tree',
     {
-      config: { permission: 'system:dept:list', cacheControl: REVALIDATE },
-      schema: { operationId: 'deptTree', summary: 'The live department tree (nested children)', tags, response: responses(DeptTree, AUTHED) },
+      config: { permission: 'system:dept:list', cacheControl: REVALIDATE, rawResponse: true },
+      schema: {
+        operationId: 'deptTree',
+        summary: 'The live department tree (nested children)',
+        description: 'ETag of the chart; 304 to a matching If-None-Match.',
+        tags,
+        response: { ...responses(DeptTree, AUTHED), ...notModified },
+      },
     },
-    async (request) => toTree(await listDepts(sql, request.caller.tenantId, {})),
+    async (request, reply) => chart(request, reply, 'tree', {}),
   );
 
   app.get(

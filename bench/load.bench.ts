@@ -1,0 +1,398 @@
+// `npm run bench -- load` and `npm run bench -- big`: the built service
+// (node dist/main.js) and the bare-stack baseline (bench/baseline.server.ts)
+// as child processes on 127.0.0.1, on the same database and rows, driven over
+// real HTTP by autocannon in interleaved rounds. Figures are printed beside
+// the baseline's from the same run, as ratios; nothing here asserts a time.
+//
+//   load: GET /system/dept-api/{id}, tree and list of ~BENCH_DEPTS (1,000) departments
+//   big:  cold tree/list of BENCH_BIG (100,000) departments, list?parentId=, a move of the whole subtree
+//
+// DATABASE_URL set: a fresh database on that server (dropped afterwards);
+// unset: an embedded PGlite data directory (the baseline gets a copy of it).
+// BENCH_SHORT=1: one short round with few connections (CI proves the harness works).
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import autocannon from 'autocannon';
+import postgres from 'postgres';
+import { bootstrap } from '../src/bootstrap.js';
+import { openEmbedded, openPostgres, type Sql } from '../src/db/database.js';
+import { migrate } from '../src/db/migrate.js';
+
+const SHORT = process.env.BENCH_SHORT === '1';
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (SHORT ? 1 : 4));
+const SECONDS = Number(process.env.BENCH_SECONDS ?? (SHORT ? 2 : 8));
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? (SHORT ? 10 : 50));
+const DEPTS = Number(process.env.BENCH_DEPTS ?? 1_000);
+const BIG = Number(process.env.BENCH_BIG ?? (SHORT ? 2_000 : 100_000));
+// Two free ports from BENCH_PORT (19400) up, so two runs on one machine never answer each other.
+let SERVICE_PORT = Number(process.env.BENCH_PORT ?? 19_400);
+let BASELINE_PORT = SERVICE_PORT + 1;
+const PASSWORD = 'bench-password-1';
+const ROOT = new URL('..', import.meta.url).pathname;
+
+// ---------------------------------------------------------------- processes
+
+interface Child {
+  name: string;
+  proc: ChildProcess;
+  port: number;
+  log: string[];
+}
+
+const children: Child[] = [];
+/** Drops the benchmark's database or data directory; also run when the bench is interrupted. */
+let cleanupDatabase: (() => Promise<void>) | undefined;
+
+function start(name: string, args: string[], port: number, env: Record<string, string>): Child {
+  const proc = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const child: Child = { name, proc, port, log: [] };
+  proc.stderr!.on('data', (d: Buffer) => child.log.push(d.toString()));
+  children.push(child);
+  return child;
+}
+
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer().once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+}
+
+async function pickPorts(): Promise<void> {
+  for (let port = SERVICE_PORT; port < SERVICE_PORT + 98; port += 2) {
+    if ((await portIsFree(port)) && (await portIsFree(port + 1))) {
+      [SERVICE_PORT, BASELINE_PORT] = [port, port + 1];
+      return;
+    }
+  }
+  throw new Error(`no two free ports from ${SERVICE_PORT}`);
+}
+
+async function waitReady(child: Child, path: string): Promise<void> {
+  const deadline = Date.now() + 90_000;
+  while (Date.now() < deadline) {
+    if (child.proc.exitCode !== null) throw new Error(`${child.name} exited ${child.proc.exitCode}: ${child.log.join('')}`);
+    try {
+      await fetch(`http://127.0.0.1:${child.port}${path}`);
+      // Answered, and by this child: it would have exited on EADDRINUSE.
+      await new Promise((r) => setTimeout(r, 200));
+      if (child.proc.exitCode === null) return;
+    } catch {
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  throw new Error(`${child.name} did not answer within 90 s`);
+}
+
+/** Stops every child by its PID: SIGTERM, then SIGKILL after 5 s. */
+async function stopAll(): Promise<void> {
+  await Promise.all(
+    children.splice(0).map(async ({ proc }) => {
+      if (proc.exitCode !== null || proc.pid === undefined) return;
+      const exited = new Promise((r) => proc.once('exit', r));
+      process.kill(proc.pid, 'SIGTERM');
+      const timer = setTimeout(() => proc.pid !== undefined && proc.exitCode === null && process.kill(proc.pid, 'SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    }),
+  );
+}
+
+async function status(pid: number, field: 'VmRSS' | 'VmHWM'): Promise<number> {
+  const text = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const kb = Number(new RegExp(`${field}:\\s+(\\d+)`).exec(text)?.[1] ?? 0);
+  return kb / 1024;
+}
+
+/** The highest RSS (MiB) of `pid` while `work` runs, sampled every 100 ms. */
+async function peakRss<T>(pid: number, work: () => Promise<T>): Promise<{ result: T; peak: number }> {
+  let peak = await status(pid, 'VmRSS');
+  const timer = setInterval(() => void status(pid, 'VmRSS').then((mib) => (peak = Math.max(peak, mib))), 100);
+  try {
+    const result = await work();
+    peak = Math.max(peak, await status(pid, 'VmRSS'));
+    return { result, peak };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+// ---------------------------------------------------------------- database
+
+interface Prepared {
+  description: string;
+  serviceEnv: Record<string, string>;
+  baselineEnv: Record<string, string>;
+  /** Ids the runs use: a department to read, the root of the big subtree and a move target. */
+  ids: { leaf: number; big: number; target: number };
+  cleanup(): Promise<void>;
+}
+
+/**
+ * Departments of the platform tenant: `Bench` with k children and k*(k-1)
+ * grandchildren (about `size` in all), varied enough to exercise escaping
+ * and nulls; and an empty `Target` to move it under.
+ */
+async function seed(sql: Sql, size: number): Promise<Prepared['ids']> {
+  const [{ bench }] = (await sql<{ bench: number }[]>`
+    INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, create_by)
+    SELECT '000000', dept_id, '0,' || dept_id, 'Bench', 'bench' FROM sys_dept WHERE tenant_id = '000000' AND parent_id = 0
+    RETURNING dept_id AS bench`) as unknown as [{ bench: number }];
+  const [{ target }] = (await sql`
+    INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, create_by)
+    VALUES ('000000', 0, '0', 'Target', 'bench') RETURNING dept_id AS target`) as unknown as [{ target: number }];
+  const k = Math.max(2, Math.ceil(Math.sqrt(size)));
+  const [benchRow] = await sql<{ ancestors: string }[]>`SELECT ancestors FROM sys_dept WHERE tenant_id = '000000' AND dept_id = ${bench}`;
+  await sql`
+    INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, order_num, leader, phone, email, create_by)
+    SELECT '000000', ${bench}, ${`${benchRow!.ancestors},${bench}`}, 'Division "' || g || '" é', g % 7,
+           CASE WHEN g % 2 = 0 THEN 'Lead ' || g END, CASE WHEN g % 3 = 0 THEN '+86 138 ' || g END,
+           CASE WHEN g % 5 = 0 THEN 'd' || g || '@example.com' END, 'bench'
+    FROM generate_series(1, ${k}) g`;
+  await sql`
+    INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, order_num, leader, create_by)
+    SELECT '000000', c.dept_id, c.ancestors || ',' || c.dept_id, 'Team ' || g, g % 11, 'Lead\\' || g, 'bench'
+    FROM sys_dept c, generate_series(1, ${Math.max(0, Math.ceil(size / k) - 1)}) g
+    WHERE c.tenant_id = '000000' AND c.parent_id = ${bench}`;
+  await sql`ANALYZE sys_dept`;
+  const [leaf] = await sql<{ id: number }[]>`SELECT max(dept_id) AS id FROM sys_dept WHERE tenant_id = '000000'`;
+  return { leaf: leaf!.id, big: bench, target };
+}
+
+async function prepare(size: number, jwtSecret: string): Promise<Prepared> {
+  const common = { ADMIN_PASSWORD: PASSWORD, JWT_SECRET: jwtSecret };
+  const url = process.env.DATABASE_URL;
+  if (url) {
+    // The name is ours (prefix + hex), never input, so it is safe in the statement text.
+    const name = `bench_${randomBytes(6).toString('hex')}`;
+    const admin = postgres(url, { max: 1, onnotice: () => {} });
+    await admin.unsafe(`CREATE DATABASE ${name}`);
+    const dbUrl = new URL(url);
+    dbUrl.pathname = `/${name}`;
+    const db = openPostgres(dbUrl.toString(), 2);
+    await migrate(db.sql);
+    await bootstrap(db.sql, PASSWORD);
+    const ids = await seed(db.sql, size);
+    await db.close();
+    return {
+      description: `PostgreSQL at ${dbUrl.host} (fresh database ${name})`,
+      serviceEnv: { ...common, DATABASE_URL: dbUrl.toString() },
+      baselineEnv: { ...common, DATABASE_URL: dbUrl.toString() },
+      ids,
+      async cleanup() {
+        await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await admin.end();
+      },
+    };
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'bench-pglite-'));
+  const db = await openEmbedded(join(dir, 'service'));
+  await migrate(db.sql);
+  await bootstrap(db.sql, PASSWORD);
+  const ids = await seed(db.sql, size);
+  await db.close();
+  await cp(join(dir, 'service'), join(dir, 'baseline'), { recursive: true });
+  const env = { ...common, DATABASE_URL: '' };
+  return {
+    description: 'embedded PGlite (the baseline runs its own copy of the data directory)',
+    serviceEnv: { ...env, DATA_DIR: join(dir, 'service') },
+    baselineEnv: { ...env, DATA_DIR: join(dir, 'baseline') },
+    ids,
+    cleanup: () => rm(dir, { recursive: true, force: true }),
+  };
+}
+
+async function startBoth(prepared: Prepared) {
+  cleanupDatabase = prepared.cleanup;
+  await pickPorts();
+  // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the service.
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const service = start('service', [...nodeArgs, 'dist/main.js'], SERVICE_PORT, prepared.serviceEnv);
+  const baseline = start('baseline', ['--import', 'tsx', 'bench/baseline.server.ts'], BASELINE_PORT, prepared.baselineEnv);
+  await Promise.all([waitReady(service, '/readyz'), waitReady(baseline, '/system/dept-api/list')]);
+  const login = await fetch(`http://127.0.0.1:${SERVICE_PORT}/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ tenantId: '000000', username: 'admin', password: PASSWORD }),
+  });
+  const token = ((await login.json()) as { data: { access_token: string } }).data.access_token;
+  return { service, baseline, headers: { authorization: `Bearer ${token}` } };
+}
+
+async function get(port: number, path: string, headers: Record<string, string>) {
+  const start = performance.now();
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, { headers });
+  const body = await res.text();
+  if (res.status !== 200) throw new Error(`GET ${path} on ${port}: ${res.status} ${body.slice(0, 200)}`);
+  return { ms: performance.now() - start, bytes: Buffer.byteLength(body), body };
+}
+
+const fmt = (n: number, digits = 0) => n.toFixed(digits);
+const median = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+// ---------------------------------------------------------------- load
+
+async function cannon(port: number, path: string, headers: Record<string, string>, seconds = SECONDS) {
+  const result = await autocannon({
+    url: `http://127.0.0.1:${port}${path}`,
+    headers,
+    connections: CONNECTIONS,
+    duration: seconds,
+    // Bounded in requests as well as time.
+    maxOverallRequests: 20_000 * seconds,
+  });
+  const failed = result.non2xx + result.errors + result.timeouts;
+  if (failed > 0) throw new Error(`GET ${path} on ${port}: ${failed} failed requests`);
+  return { rps: result.requests.average, p99: result.latency.p99 };
+}
+
+export async function load(): Promise<void> {
+  const prepared = await prepare(DEPTS, randomBytes(32).toString('hex'));
+  try {
+    const { service, baseline, headers } = await startBoth(prepared);
+    console.log(`database: ${prepared.description}`);
+    console.log(
+      `${ROUNDS} interleaved rounds of ${SECONDS} s, ${CONNECTIONS} connections, service LOG_LEVEL ${process.env.LOG_LEVEL ?? 'info (default)'}`,
+    );
+    const only = process.env.BENCH_ONLY; // id, tree or list
+    const targets = [
+      { label: `GET /system/dept-api/{id}`, service: `/system/dept-api/${prepared.ids.leaf}`, baseline: `/system/dept-api/${prepared.ids.leaf}` },
+      { label: 'GET /system/dept-api/tree', service: '/system/dept-api/tree', baseline: '/system/dept-api/tree' },
+      { label: 'GET /system/dept-api/list', service: '/system/dept-api/list', baseline: '/system/dept-api/list' },
+    ].filter((target) => !only || target.label.endsWith(only === 'id' ? '{id}' : only));
+    // Correctness first: both answer, and list has the same rows.
+    const ours = JSON.parse((await get(SERVICE_PORT, '/system/dept-api/list', headers)).body).data;
+    const theirs = JSON.parse((await get(BASELINE_PORT, '/system/dept-api/list', headers)).body).data;
+    if (ours.length !== theirs.length) throw new Error(`list: service ${ours.length} rows, baseline ${theirs.length}`);
+    const treeBytes = (await get(SERVICE_PORT, '/system/dept-api/tree', headers)).bytes;
+    console.log(
+      `${ours.length} departments; tree ${fmt(treeBytes / 1024)} KB, baseline json_agg ${fmt((await get(BASELINE_PORT, '/system/dept-api/list', headers)).bytes / 1024)} KB`,
+    );
+
+    let rssPeak = 0;
+    for (const target of targets) {
+      const ratios: number[] = [];
+      const p99Ratios: number[] = [];
+      // Warm-up, not reported: the JIT and the caches see the route before the first round counts.
+      await cannon(SERVICE_PORT, target.service, headers, Math.min(2, SECONDS));
+      await cannon(BASELINE_PORT, target.baseline, headers, Math.min(2, SECONDS));
+      for (let round = 0; round < ROUNDS; round++) {
+        const order = round % 2 === 0 ? ['service', 'baseline'] : ['baseline', 'service'];
+        const figures: Record<string, { rps: number; p99: number }> = {};
+        for (const who of order) {
+          if (who === 'service') {
+            const { result, peak } = await peakRss(service.proc.pid!, () => cannon(SERVICE_PORT, target.service, headers));
+            figures.service = result;
+            rssPeak = Math.max(rssPeak, peak);
+          } else {
+            figures.baseline = await cannon(BASELINE_PORT, target.baseline, headers);
+          }
+        }
+        const s = figures.service!;
+        const b = figures.baseline!;
+        ratios.push(s.rps / b.rps);
+        p99Ratios.push(s.p99 / b.p99);
+        console.log(
+          `${target.label.padEnd(28)} round ${round + 1}: service ${fmt(s.rps)} req/s p99 ${s.p99} ms | ` +
+            `baseline ${fmt(b.rps)} req/s p99 ${b.p99} ms | ratio ${fmt(s.rps / b.rps, 2)}x, p99 ${fmt(s.p99 / b.p99, 2)}x`,
+        );
+      }
+      console.log(
+        `${target.label.padEnd(28)} median ratio ${fmt(median(ratios), 2)}x throughput (${ratios.map((r) => fmt(r, 2)).join(', ')}), ` +
+          `${fmt(median(p99Ratios), 2)}x p99`,
+      );
+    }
+    console.log(`service rss: peak ${fmt(rssPeak)} MiB under load, ${fmt(await status(service.proc.pid!, 'VmRSS'))} MiB after`);
+    void baseline;
+  } finally {
+    await stopAll();
+    await prepared.cleanup();
+  }
+}
+
+// ---------------------------------------------------------------- big tenant, cold
+
+export async function big(): Promise<void> {
+  const prepared = await prepare(BIG, randomBytes(32).toString('hex'));
+  try {
+    const { service, headers } = await startBoth(prepared);
+    const pid = service.proc.pid!;
+    console.log(`database: ${prepared.description}`);
+    const idle = await status(pid, 'VmRSS');
+    const coldTree = await peakRss(pid, () => get(SERVICE_PORT, '/system/dept-api/tree', headers));
+    const coldList = await peakRss(pid, () => get(SERVICE_PORT, '/system/dept-api/list', headers));
+    const bare = await get(BASELINE_PORT, '/system/dept-api/list', headers);
+    const count = JSON.parse(coldList.result.body).data.length;
+    console.log(`${count} departments in the tenant; service rss ${fmt(idle)} MiB idle`);
+    console.log(
+      `first tree: ${fmt(coldTree.result.ms)} ms, ${fmt(coldTree.result.bytes / 2 ** 20, 1)} MiB, peak rss ${fmt(coldTree.peak)} MiB | ` +
+        `first list: ${fmt(coldList.result.ms)} ms, peak rss ${fmt(coldList.peak)} MiB | baseline json_agg ${fmt(bare.ms)} ms, ${fmt(bare.bytes / 2 ** 20, 1)} MiB`,
+    );
+    // Cold again after each write (a rename bumps the tenant's chart version), interleaved with the baseline.
+    for (let round = 1; round <= (SHORT ? 1 : 3); round++) {
+      const rename = await fetch(`http://127.0.0.1:${SERVICE_PORT}/system/dept-api`, {
+        method: 'PUT',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ deptId: prepared.ids.target, parentId: 0, deptName: `Target ${round}` }),
+      });
+      if (rename.status !== 200) throw new Error(`rename: ${rename.status}`);
+      const b = await get(BASELINE_PORT, '/system/dept-api/list', headers);
+      const tree = await peakRss(pid, () => get(SERVICE_PORT, '/system/dept-api/tree', headers));
+      const list = await peakRss(pid, () => get(SERVICE_PORT, '/system/dept-api/list', headers));
+      const b2 = await get(BASELINE_PORT, '/system/dept-api/tree', headers);
+      const base = (b.ms + b2.ms) / 2;
+      console.log(
+        `after write ${round}: tree ${fmt(tree.result.ms)} ms (${fmt(tree.result.ms / base, 2)}x), list ${fmt(list.result.ms)} ms (${fmt(list.result.ms / base, 2)}x) | ` +
+          `baseline json_agg ${fmt(base)} ms | peak rss ${fmt(Math.max(tree.peak, list.peak))} MiB`,
+      );
+    }
+    const warm = await get(SERVICE_PORT, '/system/dept-api/tree', headers);
+    console.log(`repeated tree (chart cache): ${fmt(warm.ms)} ms`);
+    const children: number[] = [];
+    for (let i = 0; i < 20; i++) children.push((await get(SERVICE_PORT, `/system/dept-api/list?parentId=${prepared.ids.big}`, headers)).ms);
+    const childCount = JSON.parse((await get(SERVICE_PORT, `/system/dept-api/list?parentId=${prepared.ids.big}`, headers)).body).data.length;
+    console.log(`list?parentId= (${childCount} children): first ${fmt(children[0]!, 1)} ms, median ${fmt(median(children), 1)} ms over 20`);
+    const moveStart = performance.now();
+    const moved = await fetch(`http://127.0.0.1:${SERVICE_PORT}/system/dept-api`, {
+      method: 'PUT',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ deptId: prepared.ids.big, parentId: prepared.ids.target, deptName: 'Bench' }),
+    });
+    if (moved.status !== 200) throw new Error(`move: ${moved.status} ${await moved.text()}`);
+    console.log(`move of the ${count - 2}-department subtree (PUT over HTTP): ${fmt(performance.now() - moveStart)} ms`);
+    console.log(`service rss: peak ${fmt(await status(pid, 'VmHWM'))} MiB over the run, ${fmt(await status(pid, 'VmRSS'))} MiB now`);
+  } finally {
+    await stopAll();
+    await prepared.cleanup();
+  }
+}
+
+export async function buildService(): Promise<void> {
+  const build = spawn('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' });
+  const code = await new Promise((r) => build.once('exit', r));
+  if (code !== 0) throw new Error(`npm run build failed (${code})`);
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(
+    signal,
+    () =>
+      void stopAll()
+        .then(() => cleanupDatabase?.())
+        .finally(() => process.exit(130)),
+  );
+}

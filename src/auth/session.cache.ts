@@ -1,0 +1,71 @@
+/**
+ * A short-lived cache in front of the per-request session read (findSession),
+ * generic over what that read returns. DECISIONS §2 allows another node 5 s
+ * to refuse a revoked token, so an entry lives at most `ttlMs` (2 s by
+ * default); the node where a logout, user or tenant write happens clears the
+ * whole cache at once (authPlugin's onSend hook, or clear() from code).
+ * Rules evaluated against the clock (the tenant's service period) are not
+ * cached: the caller checks them on every request.
+ */
+export interface SessionCache<T> {
+  /** The cached value for `key`, or `load()`'s; concurrent misses of one key share one load. */
+  get(key: string, load: () => Promise<T | undefined>): Promise<T | undefined>;
+  /** Forgets everything, including loads already in flight. */
+  clear(): void;
+}
+
+export const SESSION_CACHE_MS = 2_000;
+/** Far above the live sessions of one node; beyond it the oldest entries go first. */
+const MAX_ENTRIES = 100_000;
+
+export function createSessionCache<T>(ttlMs = SESSION_CACHE_MS, now: () => number = Date.now): SessionCache<T> {
+  const entries = new Map<string, { value: T; expires: number }>();
+  const loading = new Map<string, Promise<T | undefined>>();
+  // Bumped by clear(): a load that started before a clear may have read the
+  // old state, so its result is returned to its own callers but not kept.
+  let generation = 0;
+
+  return {
+    get(key, load) {
+      const entry = entries.get(key);
+      if (entry && entry.expires > now()) return Promise.resolve(entry.value);
+      if (entry) entries.delete(key);
+      const pending = loading.get(key);
+      if (pending) return pending;
+      const started = generation;
+      const expires = now() + ttlMs;
+      const promise = load().then(
+        (value) => {
+          if (loading.get(key) === promise) loading.delete(key);
+          // Only found sessions are kept: a refused token costs a read every time, as before.
+          if (value !== undefined && started === generation) {
+            if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value!);
+            entries.set(key, { value, expires });
+          }
+          return value;
+        },
+        (err: unknown) => {
+          if (loading.get(key) === promise) loading.delete(key);
+          throw err;
+        },
+      );
+      loading.set(key, promise);
+      return promise;
+    },
+    clear() {
+      generation++;
+      entries.clear();
+      loading.clear();
+    },
+  };
+}
+
+/** Paths whose successful writes may change who is allowed in: logout, password, users, tenants. */
+export const AUTH_WRITE_PREFIXES = ['/auth', '/system/user-api', '/system/tenant-api'];
+
+export function isAuthRelevantWrite(method: string, url: string, status: number): boolean {
+  if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || status >= 400) return false;
+  // A login only opens a new session; nothing cached becomes wrong.
+  if (url === '/auth/login' || url.startsWith('/auth/login?')) return false;
+  return AUTH_WRITE_PREFIXES.some((prefix) => url === prefix || url.startsWith(`${prefix}/`) || url.startsWith(`${prefix}?`));
+}

@@ -1,0 +1,173 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../src/app.js';
+import { ChartCache, chartVersion } from '../src/depts/dept.chart.js';
+import { Dept } from '../src/depts/dept.schema.js';
+import { listDepts, toTree } from '../src/depts/dept.sql.js';
+import { buildTestApp, createdId, type Client, type TestApp } from './support/app.js';
+import { createTenantWithAdmin } from './support/tenants.js';
+
+// DECISIONS §11: ETag/304 on dept list and tree, the chart cache behind them,
+// and two app instances on one database never serving a chart older than a
+// committed write.
+
+let t: TestApp;
+let node2: FastifyInstance;
+let admin: Client;
+let tenantId: string;
+let root: number;
+
+beforeAll(async () => {
+  t = await buildTestApp();
+  ({ tenantId, rootDeptId: root, admin } = await createTenantWithAdmin(t));
+  node2 = await buildApp({ sql: t.sql, config: { jwtSecret: undefined, tokenTtl: 7200, logLevel: 'silent' }, logger: false });
+});
+afterAll(async () => {
+  await node2?.close();
+  await t?.close();
+});
+
+async function read(app: FastifyInstance, url: string, ifNoneMatch?: string) {
+  const res = await app.inject({
+    method: 'GET',
+    url,
+    headers: { authorization: `Bearer ${admin.token}`, ...(ifNoneMatch ? { 'if-none-match': ifNoneMatch } : {}) },
+  });
+  return { status: res.statusCode, etag: res.headers.etag as string, body: res.body, headers: res.headers };
+}
+const names = (body: string) => (JSON.parse(body).data as { deptName: string }[]).map((d) => d.deptName);
+let n = 0;
+const create = async (body: Record<string, unknown> = {}) =>
+  createdId(await admin.post('/system/dept-api', { deptName: `C${++n}`, parentId: root, ...body }));
+
+describe('ETag and If-None-Match', () => {
+  it.each(['/system/dept-api/list', '/system/dept-api/tree'])('%s: 304 without a body on a match, the current chart on a stale tag', async (url) => {
+    const first = await read(t.app, url);
+    expect(first.status).toBe(200);
+    expect(first.etag).toMatch(/^"[^"]+"$/);
+    expect(first.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(JSON.parse(first.body)).toMatchObject({ code: 200, msg: 'success' });
+
+    const same = await read(t.app, url, first.etag);
+    expect(same.status).toBe(304);
+    expect(same.body).toBe('');
+    expect(same.etag).toBe(first.etag);
+    expect((await read(t.app, url, `"other", W/${first.etag}`)).status).toBe(304);
+
+    await create({ deptName: `New for ${url.split('/').pop()}` });
+    const stale = await read(t.app, url, first.etag);
+    expect(stale.status).toBe(200);
+    expect(stale.etag).not.toBe(first.etag);
+    expect(stale.body).toContain(`New for ${url.split('/').pop()}`);
+    expect((await read(t.app, url, stale.etag)).status).toBe(304);
+  });
+
+  it('every kind of write changes the tag: create, update, move, delete', async () => {
+    const tag = async () => (await read(t.app, '/system/dept-api/tree')).etag;
+    const seen = [await tag()];
+    const a = await create();
+    seen.push(await tag());
+    const b = await create();
+    seen.push(await tag());
+    expect((await admin.put('/system/dept-api', { deptId: a, parentId: root, deptName: 'Renamed A' })).status).toBe(200);
+    seen.push(await tag());
+    expect((await admin.put('/system/dept-api', { deptId: a, parentId: b, deptName: 'Renamed A' })).status).toBe(200);
+    seen.push(await tag());
+    expect((await admin.delete(`/system/dept-api/${a}`)).status).toBe(200);
+    seen.push(await tag());
+    expect(new Set(seen).size).toBe(seen.length);
+  });
+
+  it('list filters get distinct tags and entries; another tenant has its own', async () => {
+    const filters = ['', '?status=0', '?status=1', `?parentId=${root}`, '?deptName=C', '?deptName=C&status=0'];
+    const replies = await Promise.all(filters.map((f) => read(t.app, `/system/dept-api/list${f}`)));
+    expect(new Set(replies.map((r) => r.etag)).size).toBe(filters.length);
+    expect(JSON.parse(replies[2]!.body).data).toEqual([]);
+    const treeTag = (await read(t.app, '/system/dept-api/tree')).etag;
+    expect(replies.map((r) => r.etag)).not.toContain(treeTag);
+    // The same query from the platform tenant's superadmin is another chart.
+    const platform = await t.root.request('GET', '/system/dept-api/list');
+    expect(names(JSON.stringify(platform.body))).not.toContain(names(replies[0]!.body)[0]);
+    // Empty filters are no filters: the same entry as no query at all.
+    expect((await read(t.app, '/system/dept-api/list?status=&parentId=')).etag).toBe(replies[0]!.etag);
+  });
+});
+
+describe('two app instances on one database', () => {
+  it('a write on one is seen by the next tree and list read on the other, even with its stale tag', async () => {
+    for (const [writer, reader] of [
+      [t.app, node2],
+      [node2, t.app],
+    ] as const) {
+      const tree = await read(reader, '/system/dept-api/tree');
+      const list = await read(reader, '/system/dept-api/list');
+      const name = `Seen ${++n}`;
+      const res = await writer.inject({
+        method: 'POST',
+        url: '/system/dept-api',
+        headers: { authorization: `Bearer ${admin.token}` },
+        payload: { deptName: name, parentId: root },
+      });
+      expect(res.statusCode).toBe(200);
+      const treeAfter = await read(reader, '/system/dept-api/tree', tree.etag);
+      expect(treeAfter.status).toBe(200);
+      expect(treeAfter.body).toContain(name);
+      const listAfter = await read(reader, '/system/dept-api/list');
+      expect(listAfter.etag).not.toBe(list.etag);
+      expect(names(listAfter.body)).toContain(name);
+    }
+  });
+});
+
+describe('serialisation', () => {
+  it('is byte for byte what the schema serializer produced from listDepts and toTree', async () => {
+    // Escapes, non-ASCII, nulls, set update times, order by orderNum then id, a 40-deep chain.
+    const top = await create({ deptName: 'Top "quoted" \\ back', orderNum: 2, leader: 'Zhāng 张', phone: '+86 1', email: 'a@b.co' });
+    await create({ deptName: 'Emoji 😀 tab\there', parentId: top, orderNum: 1, status: '1' });
+    const second = await create({ deptName: 'Second', parentId: top, orderNum: 0 });
+    expect((await admin.put('/system/dept-api', { deptId: second, parentId: top, deptName: 'Second', leader: 'L' })).status).toBe(200);
+    let parent = top;
+    for (let i = 0; i < 40; i++) parent = await create({ deptName: `Level ${i}`, parentId: parent });
+
+    // What the routes answered before the chart cache: rows in schema field order, serialised whole.
+    const ordered = (d: object): object =>
+      Object.fromEntries(
+        [...Object.keys(Dept.properties), 'children']
+          .filter((k) => k in d)
+          .map((k) => [k, k === 'children' ? (d as { children: object[] }).children.map(ordered) : (d as Record<string, unknown>)[k]]),
+      );
+    const rows = await listDepts(t.sql, tenantId, {});
+    const envelope = (data: unknown) => `{"code":200,"msg":"success","data":${JSON.stringify(data)}}`;
+    expect((await read(t.app, '/system/dept-api/list')).body).toBe(envelope(rows.map(ordered)));
+    expect((await read(t.app, '/system/dept-api/tree')).body).toBe(envelope(toTree(rows).map(ordered)));
+    const filtered = await listDepts(t.sql, tenantId, { deptName: 'e', status: '0', parentId: top });
+    expect(filtered.length).toBeGreaterThan(0);
+    expect((await read(t.app, `/system/dept-api/list?deptName=e&status=0&parentId=${top}`)).body).toBe(envelope(filtered.map(ordered)));
+  });
+});
+
+describe('ChartCache', () => {
+  it('stays within its byte budget, evicts the least recently used, keeps one version per chart', async () => {
+    const tree = await new ChartCache(2 ** 20).get(t.sql, tenantId, 0, 'tree', {});
+    const budget = Math.floor(tree.body.length * 2.5);
+    const cache = new ChartCache(budget);
+    const version = await chartVersion(t.sql, tenantId);
+    await cache.get(t.sql, tenantId, version, 'tree', {});
+    await cache.get(t.sql, tenantId, version, 'list', {});
+    expect(cache.size.entries).toBe(2);
+    await cache.get(t.sql, tenantId, version, 'tree', {}); // a hit: now the most recent
+    await cache.get(t.sql, tenantId, version, 'list', { status: '0' });
+    // Three charts of about the tree's size do not fit in 2.5 of them: the list went first.
+    expect(cache.size.bytes).toBeLessThanOrEqual(budget);
+    expect(cache.size.entries).toBe(2);
+    // A write makes a new version; its chart replaces the old one instead of sitting beside it.
+    await create();
+    const next = await cache.get(t.sql, tenantId, await chartVersion(t.sql, tenantId), 'tree', {});
+    expect(next.etag).not.toBe(tree.etag);
+    expect(cache.size.entries).toBe(2);
+    // A chart larger than the whole budget is served but not kept.
+    const tiny = new ChartCache(10);
+    expect((await tiny.get(t.sql, tenantId, 0, 'tree', {})).body.length).toBeGreaterThan(10);
+    expect(tiny.size).toEqual({ entries: 0, bytes: 0 });
+  });
+});
