@@ -14,6 +14,7 @@ import { bootstrap } from '../src/bootstrap.js';
 import { openEmbedded, type Database } from '../src/db/database.js';
 import { migrate } from '../src/db/migrate.js';
 import { openFreshPostgres } from '../tests/support/fresh-postgres.js';
+import { auditSwitch } from '../src/audit/audit.record.js';
 
 const SUBTREE = Number(process.env.BENCH_SUBTREE ?? 10_000);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2_000);
@@ -107,6 +108,43 @@ async function main() {
   const treeStart = performance.now();
   await call('GET', '/system/dept-api/tree', undefined, token);
   console.log(`GET /system/dept-api/tree of ${list} departments: ${(performance.now() - treeStart).toFixed(0)} ms`);
+
+  // What the audit trail adds to create and update: the same requests with
+  // the record write (and the sequencer run after the response) switched
+  // on and off, in alternating rounds so drift on a shared machine hits
+  // both sides alike. The switch exists for this measurement only.
+  const ROUNDS = 8;
+  const PER_ROUND = Math.max(50, Math.floor(REQUESTS / 8));
+  const samples = { on: { create: [] as number[], update: [] as number[] }, off: { create: [] as number[], update: [] as number[] } };
+  const auditParent = await created('Audit cost', 0);
+  const renamed = await created('Audit rename', 0);
+  let n = 0;
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const mode of round % 2 === 0 ? (['on', 'off'] as const) : (['off', 'on'] as const)) {
+      auditSwitch.enabled = mode === 'on';
+      for (let i = 0; i < PER_ROUND; i++) {
+        n++;
+        let s = performance.now();
+        await call('POST', '/system/dept-api', { parentId: auditParent, deptName: `A${n}` }, token);
+        samples[mode].create.push(performance.now() - s);
+        s = performance.now();
+        await call('PUT', '/system/dept-api', { deptId: renamed, parentId: 0, deptName: `Audit rename ${n}` }, token);
+        samples[mode].update.push(performance.now() - s);
+      }
+    }
+  }
+  auditSwitch.enabled = true;
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  for (const op of ['create', 'update'] as const) {
+    const on = [...samples.on[op]].sort((a, b) => a - b);
+    const off = [...samples.off[op]].sort((a, b) => a - b);
+    const pct = (a: number, b: number) => `${(((a - b) / b) * 100).toFixed(1)}%`;
+    console.log(
+      `audit cost, ${op.padEnd(6)} ${on.length}+${off.length} requests: ` +
+        `p50 ${percentile(on, 50).toFixed(2)} vs ${percentile(off, 50).toFixed(2)} ms (${pct(percentile(on, 50), percentile(off, 50))}), ` +
+        `mean ${mean(on).toFixed(2)} vs ${mean(off).toFixed(2)} ms (${pct(mean(on), mean(off))}) with vs without audit`,
+    );
+  }
 
   const mem = process.memoryUsage();
   console.log(`memory: rss ${(mem.rss / 2 ** 20).toFixed(0)} MiB, heap used ${(mem.heapUsed / 2 ** 20).toFixed(0)} MiB`);

@@ -21,10 +21,13 @@ import { userRoutes } from './users/user.routes.js';
 import { tenantRoutes } from './tenants/tenant.routes.js';
 import { healthRoutes } from './health.routes.js';
 import { BODY_LIMIT_BYTES, MAX_PATH_PARAM } from './limits.js';
+import { auditPlugin, type AuditOptions } from './audit/audit.plugin.js';
 
 export interface AppOptions {
   sql: Sql;
-  config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'> & Partial<Pick<Config, 'corsOrigins' | 'chartCacheMb'>>;
+  config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'> & Partial<Pick<Config, 'corsOrigins' | 'chartCacheMb' | 'auditRetentionDays'>>;
+  /** Audit feed internals (notification mode, stream timings); tests set them. */
+  audit?: AuditOptions;
   /** false: no logging (tests). Otherwise pino at config.logLevel, to stdout or to logStream. */
   logger?: false;
   logStream?: NodeJS.WritableStream;
@@ -37,7 +40,7 @@ export interface AppOptions {
  * listens, the tests inject. Registration order: external plugins, then our
  * cross-cutting plugins, then one route plugin per resource.
  */
-export async function buildApp({ sql, config, logger, logStream, requestDeadlineMs = REQUEST_DEADLINE_MS }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ sql, config, logger, logStream, audit, requestDeadlineMs = REQUEST_DEADLINE_MS }: AppOptions): Promise<FastifyInstance> {
   const loggerOptions: FastifyServerOptions['logger'] = {
     level: config.logLevel,
     // Tokens travel only in this header; passwords only in bodies, which are never logged.
@@ -80,5 +83,6 @@ export async function buildApp({ sql, config, logger, logStream, requestDeadline
   await app.register(deptRoutes, { sql, prefix: '/system/dept-api', chartCacheBytes: (config.chartCacheMb ?? DEFAULT_CHART_CACHE_MB) * 2 ** 20 });
   await app.register(userRoutes, { sql, prefix: '/system/user-api' });
   await app.register(tenantRoutes, { sql, prefix: '/system/tenant-api' });
+  await app.register(auditPlugin, { sql, audit: { retentionDays: config.auditRetentionDays, ...audit } });
   return app;
 }

@@ -16,6 +16,8 @@ export interface Config {
   /** Token lifetime in seconds. */
   tokenTtl: number;
   logLevel: string;
+  /** Audit records older than this many days are purged. */
+  auditRetentionDays: number;
   /** Budget of the serialised department charts kept per process (dept list/tree), in MiB. */
   chartCacheMb: number;
   /** Origins allowed to call from a browser (CORS); undefined: CORS off, no CORS headers. */
@@ -109,6 +111,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jwtSecret,
     tokenTtl: integer(env, 'TOKEN_TTL', DEFAULT_TOKEN_TTL, 1, 31_536_000),
     logLevel,
+    auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, 1, 36_500),
     chartCacheMb: integer(env, 'CHART_CACHE_MB', DEFAULT_CHART_CACHE_MB, 0, 65_536),
     corsOrigins: origins(env),
     dbStartTimeout: integer(env, 'DB_START_TIMEOUT', 30, 1, 3600),

@@ -19,3 +19,8 @@ export function formatDateTime(d: Date | null): string | null {
 export function today(): string {
   return formatDate(new Date());
 }
+
+/** `YYYY-MM-DD HH:mm:ss.SSS`: audit record times, where several changes can share a second. */
+export function formatDateTimeMs(d: Date): string {
+  return `${formatDateTime(d)}.${String(d.getMilliseconds()).padStart(3, '0')}`;
+}

@@ -20,6 +20,7 @@ describe('loadConfig', () => {
       jwtSecret: undefined,
       tokenTtl: 7200,
       logLevel: 'info',
+      auditRetentionDays: 365,
       dbStartTimeout: 30,
       shutdownTimeout: 10,
       chartCacheMb: 64,
@@ -27,7 +28,7 @@ describe('loadConfig', () => {
   });
 
   it('treats empty strings as unset', () => {
-    const env = { PORT: '', HOST: '', DATABASE_URL: '', DATA_DIR: '', ADMIN_PASSWORD: '', JWT_SECRET: '', TOKEN_TTL: '', LOG_LEVEL: '', TZ: '', DB_START_TIMEOUT: '', SHUTDOWN_TIMEOUT: '' };
+    const env = { PORT: '', HOST: '', DATABASE_URL: '', DATA_DIR: '', ADMIN_PASSWORD: '', JWT_SECRET: '', TOKEN_TTL: '', LOG_LEVEL: '', TZ: '', DB_START_TIMEOUT: '', SHUTDOWN_TIMEOUT: '', AUDIT_RETENTION_DAYS: '' };
     expect(loadConfig(env)).toEqual(loadConfig({}));
   });
 
@@ -42,6 +43,7 @@ describe('loadConfig', () => {
       TOKEN_TTL: '60',
       LOG_LEVEL: 'debug',
       TZ: 'Asia/Shanghai',
+      AUDIT_RETENTION_DAYS: '30',
       DB_START_TIMEOUT: '5',
       SHUTDOWN_TIMEOUT: '0',
       CHART_CACHE_MB: '8',
@@ -55,6 +57,7 @@ describe('loadConfig', () => {
       jwtSecret: 's'.repeat(32),
       tokenTtl: 60,
       logLevel: 'debug',
+      auditRetentionDays: 30,
       dbStartTimeout: 5,
       shutdownTimeout: 0,
       chartCacheMb: 8,
@@ -63,6 +66,8 @@ describe('loadConfig', () => {
     expect(loadConfig({ PORT: '0' }).port).toBe(0);
     expect(loadConfig({ PORT: '65535' }).port).toBe(65535);
     expect(loadConfig({ TOKEN_TTL: '1' }).tokenTtl).toBe(1);
+    expect(loadConfig({ AUDIT_RETENTION_DAYS: '1' }).auditRetentionDays).toBe(1);
+    expect(loadConfig({ AUDIT_RETENTION_DAYS: '36500' }).auditRetentionDays).toBe(36_500);
   });
 
   it('reads CORS_ORIGINS as a comma-separated list of origins; unset or empty means CORS off', () => {
@@ -92,6 +97,9 @@ describe('loadConfig', () => {
     ['ADMIN_PASSWORD', 'short'],
     ['ADMIN_PASSWORD', '1234567'],
     ['TZ', 'Mars/Base'],
+    ['AUDIT_RETENTION_DAYS', '0'],
+    ['AUDIT_RETENTION_DAYS', '36501'],
+    ['AUDIT_RETENTION_DAYS', 'forever'],
     ['CORS_ORIGINS', 'admin.example.com'],
     ['CORS_ORIGINS', 'https://admin.example.com/'],
     ['CORS_ORIGINS', 'https://admin.example.com/path'],

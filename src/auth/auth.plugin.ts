@@ -18,7 +18,13 @@ export interface Caller {
 }
 
 /** Who a write is attributed to, and which tenant scopes it. */
-export type Actor = Pick<Caller, 'tenantId' | 'userName'>;
+export type Actor = Pick<Caller, 'tenantId' | 'userName'> & {
+  /** For the audit record: the acting user's tenant when it is not tenantId (a tenant provisioned from above). */
+  userTenantId?: string;
+  /** For the audit record: the request's X-Request-Id and the client address. */
+  requestId?: string;
+  ip?: string;
+};
 
 /**
  * Rule: writes act in the caller's own tenant. A body may repeat that

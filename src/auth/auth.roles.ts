@@ -22,6 +22,7 @@ const ADMIN = [
   'system:tenant:add',
   'system:tenant:edit',
   'system:tenant:remove',
+  'monitor:operlog:list',
 ] as const;
 
 export type Permission = (typeof ADMIN)[number];

@@ -5,8 +5,8 @@ import { RefTo } from '../http/common.schema.js';
 import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { PERMISSIONS } from './auth.roles.js';
 import { LoginBody, LoginResult, Me } from './auth.schema.js';
-import { login, me } from './auth.service.js';
-import { revokeSession } from './auth.sql.js';
+import { login, logout, me } from './auth.service.js';
+import { requestActor } from '../audit/audit.record.js';
 
 export const authRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; tokenTtl: number }> = async (app, { sql, tokenTtl }) => {
   for (const schema of [LoginBody, LoginResult, Me]) app.addSchema(schema);
@@ -24,7 +24,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; tokenTtl: number 
       },
     },
     async (request) => {
-      const { account, sessionId } = await login(sql, request.body, tokenTtl);
+      const { account, sessionId } = await login(sql, request.body, tokenTtl, { requestId: request.id, ip: request.ip });
       const access_token = app.jwt.sign({ tid: account.tenantId, sid: sessionId, sub: String(account.userId) });
       return { access_token, token_type: 'Bearer' as const, expires_in: tokenTtl };
     },
@@ -34,7 +34,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; tokenTtl: number 
     '/auth/logout',
     { schema: { operationId: 'logout', summary: 'Log out: revoke this token', tags: ['auth'], response: responses(Type.Null(), AUTHED) } },
     async (request) => {
-      await revokeSession(sql, request.caller.tenantId, request.caller.sessionId);
+      await sql.begin((tx) => logout(tx, requestActor(request)));
       return null;
     },
   );

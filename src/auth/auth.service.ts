@@ -1,4 +1,6 @@
-import type { Db, Sql } from '../db/database.js';
+import type { Db, Sql, Tx } from '../db/database.js';
+import { recordAudit } from '../audit/audit.record.js';
+import type { Actor, Caller } from './auth.plugin.js';
 import { AppError } from '../http/app.error.js';
 import {
   accountProblem,
@@ -8,6 +10,7 @@ import {
   lockLoginAccount,
   purgeExpiredLoginLocks,
   reserveLoginAttempt,
+  revokeSession,
 } from './auth.sql.js';
 import { DUMMY_HASH, verifyPassword } from './password.js';
 
@@ -20,14 +23,40 @@ export interface LoginInput {
 /** One message for unknown tenant, unknown user and wrong password: a caller cannot tell which. */
 const BAD_CREDENTIALS = 'Invalid tenant, username or password';
 
+type RequestContext = Pick<Actor, 'requestId' | 'ip'>;
+
 /**
- * Checks a login and opens a session. Order matters: an evaluation slot is
+ * Checks a login and opens a session, with its audit record in the same
+ * transaction. Every refusal (401, 403, 429) is recorded too, on its own:
+ * the request fails, but its record must still be written.
+ */
+export async function login(sql: Sql, input: LoginInput, ttlSeconds: number, context: RequestContext = {}) {
+  try {
+    return await attemptLogin(sql, input, ttlSeconds, context);
+  } catch (err) {
+    if (err instanceof AppError) {
+      const attempted = { tenantId: input.tenantId, userName: input.username, ...context };
+      const changes = { status: err.status, reason: err.message };
+      await recordAudit(sql, attempted, [{ action: 'auth.login_failed', entityType: 'session', entityId: '', changes }]);
+    }
+    throw err;
+  }
+}
+
+/** Logout: the presented token's session is revoked, and recorded. */
+export async function logout(tx: Tx, actor: Caller & Actor): Promise<void> {
+  await revokeSession(tx, actor.tenantId, actor.sessionId);
+  await recordAudit(tx, actor, [{ action: 'auth.logout', entityType: 'session', entityId: actor.sessionId, changes: { userId: actor.userId } }]);
+}
+
+/**
+ * Order matters: an evaluation slot is
  * reserved before the password is checked (a locked account learns nothing,
  * and concurrent attempts cannot all slip past the lock), and the account's
  * state is looked at only after the password (a stranger learns nothing
  * about it). A right password frees the slots, whatever the account's state.
  */
-export async function login(sql: Sql, input: LoginInput, ttlSeconds: number) {
+async function attemptLogin(sql: Sql, input: LoginInput, ttlSeconds: number, context: RequestContext) {
   const { lockedMinutes } = await reserveLoginAttempt(sql, input.tenantId, input.username);
   if (lockedMinutes > 0) {
     throw new AppError(429, `Too many failed logins for this account; try again in ${lockedMinutes} minute(s)`);
@@ -43,7 +72,10 @@ export async function login(sql: Sql, input: LoginInput, ttlSeconds: number) {
     const current = await lockLoginAccount(tx, account.tenantId, account.userId);
     const problem = current ? accountProblem(current) : 'the user has been deleted';
     if (problem) throw new AppError(403, `Login refused: ${problem}`);
-    return createSession(tx, account.tenantId, account.userId, ttlSeconds);
+    const sessionId = await createSession(tx, account.tenantId, account.userId, ttlSeconds);
+    const actor = { tenantId: account.tenantId, userName: account.userName, ...context };
+    await recordAudit(tx, actor, [{ action: 'auth.login', entityType: 'session', entityId: sessionId, changes: { userId: account.userId } }]);
+    return sessionId;
   });
   return { account, sessionId };
 }

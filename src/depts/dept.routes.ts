@@ -6,6 +6,7 @@ import { assert } from '../http/app.error.js';
 import { IdParam, IdsParam, RefTo } from '../http/common.schema.js';
 import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { REVALIDATE } from '../http/headers.plugin.js';
+import { requestActor } from '../audit/audit.record.js';
 import { parseId, parseIds } from '../http/ids.js';
 import { assertIfMatchFits, etagOf, ifMatchOf } from '../http/etag.js';
 import { Dept, DeptCreate, DeptList, DeptListQuery, DeptNode, DeptTree, DeptUpdate } from './dept.schema.js';
@@ -44,7 +45,7 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: 
       },
     },
     async (request, reply) => {
-      const deptId = await sql.begin((tx) => createDept(tx, request.caller, request.body));
+      const deptId = await sql.begin((tx) => createDept(tx, requestActor(request), request.body));
       // The contract's data is null; the new id travels in Location.
       reply.header('location', `/system/dept-api/${deptId}`);
       return null;
@@ -65,7 +66,7 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: 
       },
     },
     async (request) => {
-      await sql.begin((tx) => updateDept(tx, request.caller, request.body, ifMatchOf(request)));
+      await sql.begin((tx) => updateDept(tx, requestActor(request), request.body, ifMatchOf(request)));
       return null;
     },
   );
@@ -147,7 +148,7 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: 
     async (request) => {
       const ids = parseIds(request.params.ids, 'Department');
       assertIfMatchFits(ifMatchOf(request), ids);
-      await sql.begin((tx) => deleteDepts(tx, request.caller, ids, ifMatchOf(request)));
+      await sql.begin((tx) => deleteDepts(tx, requestActor(request), ids, ifMatchOf(request)));
       return null;
     },
   );

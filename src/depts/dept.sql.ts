@@ -5,6 +5,7 @@ import { assert } from '../http/app.error.js';
 import { checkIfMatch } from '../http/etag.js';
 import { formatDateTime } from '../time.js';
 import { assertOwnTenant, type Actor } from '../auth/auth.plugin.js';
+import { diff, recordAudit, values, type RowImage } from '../audit/audit.record.js';
 import { assertDepthFits } from './dept.depth.js';
 import type { Dept, DeptCreate, DeptListQuery, DeptNode, DeptUpdate } from './dept.schema.js';
 import { NAME_MAX } from '../limits.js';
@@ -109,12 +110,13 @@ export async function createDept(tx: Tx, actor: Actor, input: DeptCreate): Promi
   // Rule: no new department under a disabled parent.
   assert(!parent || parent.status === '0', 409, `Parent department ${input.parentId} is disabled; enable it before adding departments under it`);
   await assertDepthFits(tx, actor.tenantId, parent, input.parentId);
-  const [row] = await tx<{ deptId: number }[]>`
+  const [row] = await tx<{ deptId: number; image: RowImage }[]>`
     INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, order_num, leader, phone, email, status, create_by)
     VALUES (${actor.tenantId}, ${input.parentId}, ${pathUnder(parent, input.parentId)}, ${deptName},
             ${input.orderNum ?? 0}, ${input.leader ?? null}, ${input.phone ?? null}, ${input.email ?? null},
             ${input.status ?? '0'}, ${actor.userName})
-    RETURNING dept_id AS "deptId"`;
+    RETURNING dept_id AS "deptId", to_jsonb(sys_dept) AS image`;
+  await recordAudit(tx, actor, [{ action: 'dept.create', entityType: 'dept', entityId: row!.deptId, changes: values(row!.image) }]);
   return row!.deptId;
 }
 
@@ -131,8 +133,8 @@ export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatc
   const status = input.status ?? '0';
   await lockOrganisation(tx, tenantId);
 
-  const [current] = await tx<{ parentId: number; ancestors: string; status: string }[]>`
-    SELECT parent_id AS "parentId", ancestors, status FROM sys_dept
+  const [current] = await tx<{ parentId: number; ancestors: string; status: string; image: RowImage }[]>`
+    SELECT parent_id AS "parentId", ancestors, status, to_jsonb(sys_dept) AS image FROM sys_dept
     WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId} AND del_flag = '0'`;
   assert(current, 404, `Department ${input.deptId} not found`);
   await checkIfMatch(ifMatch, () => getDept(tx, tenantId, input.deptId), `Department ${input.deptId}`);
@@ -165,12 +167,16 @@ export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatc
   }
 
   const ancestors = moved ? pathUnder(parent, input.parentId) : current.ancestors;
-  await tx`
+  const [updated] = await tx<{ image: RowImage }[]>`
     UPDATE sys_dept SET
       parent_id = ${input.parentId}, ancestors = ${ancestors}, dept_name = ${deptName},
       order_num = ${input.orderNum ?? 0}, leader = ${input.leader ?? null}, phone = ${input.phone ?? null},
       email = ${input.email ?? null}, status = ${status}, update_by = ${actor.userName}, update_time = now()
-    WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId}`;
+    WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId}
+    RETURNING to_jsonb(sys_dept) AS image`;
+  // One record for the department itself; its descendants' rewritten paths follow from the move.
+  const action = moved ? 'dept.move' : 'dept.update';
+  await recordAudit(tx, actor, [{ action, entityType: 'dept', entityId: input.deptId, changes: diff(current.image, updated!.image) }]);
 
   if (moved) {
     // Every descendant's path starts with the department's old path plus its
@@ -222,7 +228,13 @@ export async function deleteDepts(tx: Tx, actor: Actor, ids: number[], ifMatch?:
       `${blocked?.hasChild ? 'delete or move them' : 'move or delete them'} first`,
   );
 
-  await tx`
+  const deleted = await tx<{ deptId: number; image: RowImage }[]>`
     UPDATE sys_dept SET del_flag = '2', update_by = ${actor.userName}, update_time = now()
-    WHERE tenant_id = ${tenantId} AND dept_id = ANY(${ids}::bigint[])`;
+    WHERE tenant_id = ${tenantId} AND dept_id = ANY(${ids}::bigint[])
+    RETURNING dept_id AS "deptId", to_jsonb(sys_dept) AS image`;
+  await recordAudit(
+    tx,
+    actor,
+    deleted.map((d) => ({ action: 'dept.delete' as const, entityType: 'dept' as const, entityId: d.deptId, changes: values(d.image) })),
+  );
 }

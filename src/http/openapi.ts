@@ -112,6 +112,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'departments', description: "The caller's tenant's department tree" },
         { name: 'users', description: "Accounts of the caller's tenant (tenant admins)" },
         { name: 'tenants', description: "The caller's tenant and the tenants below it" },
+        { name: 'audit', description: 'Audit trail, change feed and its live stream (admins)' },
         { name: 'health', description: 'Liveness and readiness probes' },
       ],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
@@ -121,7 +122,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     transformObject: (documentObject) => describeFailures((documentObject as { openapiObject: never }).openapiObject),
     transform: ({ schema, url, route }) => {
       const response = schema?.response as Record<string, Schema> | undefined;
-      const transformed = response?.['200'] ? { ...schema, response: { ...response, 200: successResponse(response['200']) } } : schema;
+      // A raw route (the audit stream) declares its 200 as sent, not inside the envelope.
+      const transformed = response?.['200'] && !route.config?.rawResponse ? { ...schema, response: { ...response, 200: successResponse(response['200']) } } : schema;
       // GET /{id} and DELETE /{ids} are one path to a client: the document
       // names DELETE's parameter `id` too, so the templates do not collide.
       // The wire is positional, so the handler's own name does not matter.

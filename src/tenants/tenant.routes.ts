@@ -5,6 +5,7 @@ import { assert } from '../http/app.error.js';
 import { IdParam, RefTo } from '../http/common.schema.js';
 import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { PackageBo, QuotaBo, RuleBo, Tenant, TenantCreate, TenantListQuery, TenantPage, TenantUpdate } from './tenant.schema.js';
+import { requestActor } from '../audit/audit.record.js';
 import { etagOf, ifMatchOf } from '../http/etag.js';
 import { createTenant, deleteTenant, getTenant, listTenants, updateTenant } from './tenant.sql.js';
 
@@ -28,7 +29,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
       },
     },
     async (request, reply) => {
-      const id = await sql.begin((tx) => createTenant(tx, request.caller, request.body));
+      const id = await sql.begin((tx) => createTenant(tx, requestActor(request), request.body));
       reply.header('location', `/system/tenant-api/${id}`);
       return null;
     },
@@ -48,7 +49,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
       },
     },
     async (request) => {
-      await sql.begin((tx) => updateTenant(tx, request.caller, request.body, ifMatchOf(request)));
+      await sql.begin((tx) => updateTenant(tx, requestActor(request), request.body, ifMatchOf(request)));
       return null;
     },
   );
@@ -95,7 +96,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
       },
     },
     async (request) => {
-      await sql.begin((tx) => deleteTenant(tx, request.caller, request.params.id, ifMatchOf(request)));
+      await sql.begin((tx) => deleteTenant(tx, requestActor(request), request.params.id, ifMatchOf(request)));
       return null;
     },
   );

@@ -3,7 +3,8 @@ import { assert } from '../http/app.error.js';
 import { checkIfMatch } from '../http/etag.js';
 import { parseInternalId } from '../http/ids.js';
 import { formatDateTime, today } from '../time.js';
-import { isSuperadmin, type Caller } from '../auth/auth.plugin.js';
+import { isSuperadmin, type Actor, type Caller } from '../auth/auth.plugin.js';
+import { diff, recordAudit, values, type RowImage } from '../audit/audit.record.js';
 import { PLATFORM_TENANT } from '../auth/auth.roles.js';
 import { createDept } from '../depts/dept.sql.js';
 import { containing } from '../db/sql.helpers.js';
@@ -78,6 +79,9 @@ const COLUMNS = (sql: Db) => sql`
   t.model_zr AS "modelZr", t.model_pf AS "modelPf", t.model_ed AS "modelEd",
   t.catalog_zr AS "catalogZr", t.catalog_pf AS "catalogPf", t.catalog_ed AS "catalogEd", t.catalog_rw AS "catalogRw",
   t.create_by AS "createBy", t.create_time AS "createTime", t.update_by AS "updateBy", t.update_time AS "updateTime"`;
+
+/** The row `t` for the audit record; the 19-digit id as text, since a JSON number would lose digits. */
+const IMAGE = (sql: Db) => sql`to_jsonb(t) || jsonb_build_object('id', t.id::text) AS image`;
 
 const toTenant = (r: TenantRow): Tenant => ({
   id: r.id,
@@ -213,7 +217,7 @@ export async function listTenants(sql: Db, caller: Caller, query: TenantListQuer
  * the caller's transaction. The parent row is share-locked so a concurrent
  * delete of the parent waits for this create (and then sees the child).
  */
-export async function createTenant(tx: Tx, caller: Caller, input: TenantCreate): Promise<string> {
+export async function createTenant(tx: Tx, caller: Caller & Actor, input: TenantCreate): Promise<string> {
   const parentCode = input.tenantParent ?? caller.tenantId;
   assert((input.username === undefined) === (input.password === undefined), 400, 'username and password are sent together or not at all');
   const [parent] = await tx<{ tenantId: string; ancestors: string }[]>`
@@ -227,18 +231,21 @@ export async function createTenant(tx: Tx, caller: Caller, input: TenantCreate):
     assert(parent && caller.role === 'admin', 403, `tenantParent ${parentCode} is not your tenant or one below it`);
   }
   const columns = writableColumns(input);
-  const [row] = await tx<{ id: string; tenantId: string }[]>`
+  const [row] = await tx<{ id: string; tenantId: string; image: RowImage }[]>`
     INSERT INTO sys_tenant ${tx({
       ...columns,
       tenant_parent: parent.tenantId,
       ancestors: parent.ancestors === '' ? parent.tenantId : `${parent.ancestors},${parent.tenantId}`,
       create_by: caller.userName,
     })}
-    RETURNING id::text AS id, tenant_id AS "tenantId"`;
+    RETURNING id::text AS id, tenant_id AS "tenantId", to_jsonb(sys_tenant) || jsonb_build_object('id', id::text) AS image`;
   const created = row!;
+  const changes = values(created.image);
+  await recordAudit(tx, caller, [{ action: 'tenant.create', entityType: 'tenant', entityId: created.id, tenantId: created.tenantId, changes }]);
 
   if (input.username !== undefined && input.password !== undefined) {
-    const actor = { tenantId: created.tenantId, userName: caller.userName };
+    // Written in the new tenant by the caller, who belongs to a tenant above it.
+    const actor: Actor = { ...caller, tenantId: created.tenantId, userTenantId: caller.tenantId };
     const deptId = await createDept(tx, actor, { parentId: 0, deptName: [...input.companyName.trim()].slice(0, NAME_MAX).join('') });
     await createUser(tx, actor, { userName: input.username, password: input.password, roles: ['admin'], deptId, nickName: input.username });
   }
@@ -258,10 +265,10 @@ function liveToday(p: Period): boolean {
 }
 
 /** Full replacement. tenantId and tenantParent are fixed for life: repeating them is fine, changing them is 400. */
-export async function updateTenant(tx: Tx, caller: Caller, input: TenantUpdate, ifMatch?: string): Promise<void> {
-  const [target] = await tx<({ tenantId: string; tenantParent: string | null; ancestors: string } & Period)[]>`
+export async function updateTenant(tx: Tx, caller: Caller & Actor, input: TenantUpdate, ifMatch?: string): Promise<void> {
+  const [target] = await tx<({ tenantId: string; tenantParent: string | null; ancestors: string; image: RowImage } & Period)[]>`
     SELECT t.tenant_id AS "tenantId", t.tenant_parent AS "tenantParent", t.ancestors,
-           t.status, t.start_time::text AS "startTime", t.end_time::text AS "endTime" FROM sys_tenant t
+           t.status, t.start_time::text AS "startTime", t.end_time::text AS "endTime", ${IMAGE(tx)} FROM sys_tenant t
     WHERE t.id = ${parseInternalId(input.id, 'Tenant')}::bigint AND ${visibleTo(tx, caller)}
     FOR UPDATE`;
   assert(target, 404, `Tenant ${input.id} not found`);
@@ -273,19 +280,22 @@ export async function updateTenant(tx: Tx, caller: Caller, input: TenantUpdate, 
     400,
     `tenantParent cannot change (it is ${target.tenantParent})`,
   );
-  await tx`
-    UPDATE sys_tenant SET ${tx({ ...writableColumns(input), update_by: caller.userName })}, update_time = now()
-    WHERE id = ${input.id}::bigint`;
+  const [after] = await tx<{ image: RowImage }[]>`
+    UPDATE sys_tenant t SET ${tx({ ...writableColumns(input), update_by: caller.userName })}, update_time = now()
+    WHERE id = ${input.id}::bigint
+    RETURNING ${IMAGE(tx)}`;
   // A write that suspends the subtree (disable, period moved off today) ends
   // its sessions; so does one that lifts a suspension, which covers an expiry
   // (no write happens when a period runs out): tokens from before never return.
   if (!liveToday(target) || !liveToday({ status: input.status ?? '0', startTime: input.startTime, endTime: input.endTime })) {
     await revokeTenantSubtreeSessions(tx, target.tenantId);
   }
+  const changes = diff(target.image, after!.image);
+  await recordAudit(tx, caller, [{ action: 'tenant.update', entityType: 'tenant', entityId: input.id, tenantId: target.tenantId, changes }]);
 }
 
 /** Logical delete, refused while live child tenants exist. */
-export async function deleteTenant(tx: Tx, caller: Caller, id: string, ifMatch?: string): Promise<void> {
+export async function deleteTenant(tx: Tx, caller: Caller & Actor, id: string, ifMatch?: string): Promise<void> {
   const [target] = await tx<{ tenantId: string; ancestors: string }[]>`
     SELECT t.tenant_id AS "tenantId", t.ancestors FROM sys_tenant t
     WHERE t.id = ${parseInternalId(id, 'Tenant')}::bigint AND ${visibleTo(tx, caller)}
@@ -296,6 +306,9 @@ export async function deleteTenant(tx: Tx, caller: Caller, id: string, ifMatch?:
   const [child] = await tx<{ tenantId: string }[]>`
     SELECT tenant_id AS "tenantId" FROM sys_tenant WHERE tenant_parent = ${target.tenantId} AND del_flag = '0' LIMIT 1`;
   assert(!child, 409, `Tenant ${target.tenantId} has live child tenant ${child?.tenantId}; delete it first`);
-  await tx`UPDATE sys_tenant SET del_flag = '2', update_by = ${caller.userName}, update_time = now() WHERE id = ${id}::bigint`;
+  const [deleted] = await tx<{ image: RowImage }[]>`
+    UPDATE sys_tenant t SET del_flag = '2', update_by = ${caller.userName}, update_time = now() WHERE id = ${id}::bigint
+    RETURNING ${IMAGE(tx)}`;
   await revokeTenantSubtreeSessions(tx, target.tenantId);
+  await recordAudit(tx, caller, [{ action: 'tenant.delete', entityType: 'tenant', entityId: id, tenantId: target.tenantId, changes: values(deleted!.image) }]);
 }

@@ -4,6 +4,7 @@ import type { Sql } from '../db/database.js';
 import { assert } from '../http/app.error.js';
 import { IdParam, IdsParam, RefTo } from '../http/common.schema.js';
 import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.js';
+import { requestActor } from '../audit/audit.record.js';
 import { parseId, parseIds } from '../http/ids.js';
 import { assertIfMatchFits, etagOf, ifMatchOf } from '../http/etag.js';
 import { User, UserCreate, UserListQuery, UserUpdate } from './user.schema.js';
@@ -28,7 +29,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
       },
     },
     async (request, reply) => {
-      const userId = await sql.begin((tx) => createUser(tx, request.caller, request.body));
+      const userId = await sql.begin((tx) => createUser(tx, requestActor(request), request.body));
       reply.header('location', `/system/user-api/${userId}`);
       return null;
     },
@@ -48,7 +49,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
       },
     },
     async (request) => {
-      await sql.begin((tx) => updateUser(tx, request.caller, request.body, ifMatchOf(request)));
+      await sql.begin((tx) => updateUser(tx, requestActor(request), request.body, ifMatchOf(request)));
       return null;
     },
   );
@@ -98,7 +99,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
     async (request) => {
       const ids = parseIds(request.params.ids, 'User');
       assertIfMatchFits(ifMatchOf(request), ids);
-      await sql.begin((tx) => deleteUsers(tx, request.caller, ids, ifMatchOf(request)));
+      await sql.begin((tx) => deleteUsers(tx, requestActor(request), ids, ifMatchOf(request)));
       return null;
     },
   );

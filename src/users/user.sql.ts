@@ -7,6 +7,7 @@ import { hashPassword } from '../auth/password.js';
 import { revokeSessionsOfUsers, revokeUserSessions } from '../auth/auth.sql.js';
 import { assertOwnTenant, type Actor } from '../auth/auth.plugin.js';
 import { containing } from '../db/sql.helpers.js';
+import { diff, recordAudit, values, type AuditEntry, type RowImage } from '../audit/audit.record.js';
 import type { User, UserCreate, UserListQuery, UserUpdate } from './user.schema.js';
 
 type UserRow = Omit<User, 'createTime' | 'updateTime' | 'roles'> & { role: User['roles'][number]; createTime: Date; updateTime: Date | null };
@@ -70,11 +71,12 @@ export async function createUser(tx: Tx, actor: Actor, input: UserCreate): Promi
   await lockOrganisation(tx, actor.tenantId);
   await checkDept(tx, actor.tenantId, input.deptId);
   await checkAccountQuota(tx, actor.tenantId);
-  const [row] = await tx<{ userId: number }[]>`
+  const [row] = await tx<{ userId: number; image: RowImage }[]>`
     INSERT INTO sys_user (tenant_id, dept_id, user_name, nick_name, email, phonenumber, status, role, password_hash, create_by)
     VALUES (${actor.tenantId}, ${input.deptId ?? null}, ${input.userName}, ${input.nickName ?? ''}, ${input.email ?? null},
             ${input.phonenumber ?? null}, ${input.status ?? '0'}, ${input.roles[0]!}, ${passwordHash}, ${actor.userName})
-    RETURNING user_id AS "userId"`;
+    RETURNING user_id AS "userId", to_jsonb(sys_user) AS image`;
+  await recordAudit(tx, actor, [{ action: 'user.create', entityType: 'user', entityId: row!.userId, changes: values(row!.image) }]);
   return row!.userId;
 }
 
@@ -84,9 +86,9 @@ export async function createUser(tx: Tx, actor: Actor, input: UserCreate): Promi
  * The first id (in the order given) that is not a live user of the tenant
  * answers 404; the superadmin account answers 403.
  */
-async function lockChangeableUsers(tx: Tx, tenantId: string, userIds: number[]): Promise<void> {
-  const rows = await tx<{ userId: number; role: string }[]>`
-    SELECT user_id AS "userId", role FROM sys_user
+async function lockChangeableUsers(tx: Tx, tenantId: string, userIds: number[]): Promise<Map<number, RowImage>> {
+  const rows = await tx<{ userId: number; role: string; image: RowImage }[]>`
+    SELECT user_id AS "userId", role, to_jsonb(sys_user) AS image FROM sys_user
     WHERE tenant_id = ${tenantId} AND user_id = ANY(${userIds}::bigint[]) AND del_flag = '0'
     FOR UPDATE`;
   const roles = new Map(rows.map((r) => [r.userId, r.role]));
@@ -94,24 +96,40 @@ async function lockChangeableUsers(tx: Tx, tenantId: string, userIds: number[]):
     assert(roles.has(userId), 404, `User ${userId} not found`);
     assert(roles.get(userId) !== 'superadmin', 403, `User ${userId} is the superadmin account and cannot be changed through the API`);
   }
+  return new Map(rows.map((r) => [r.userId, r.image]));
 }
 
 export async function updateUser(tx: Tx, actor: Actor & { userId: number }, input: UserUpdate, ifMatch?: string): Promise<void> {
   assertOwnTenant(actor, input.tenantId, 'users');
   const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
   await lockOrganisation(tx, actor.tenantId);
-  await lockChangeableUsers(tx, actor.tenantId, [input.userId]);
+  const before = (await lockChangeableUsers(tx, actor.tenantId, [input.userId])).get(input.userId)!;
   await checkIfMatch(ifMatch, () => getUser(tx, actor.tenantId, input.userId), `User ${input.userId}`);
   await checkDept(tx, actor.tenantId, input.deptId);
-  await tx`
+  const [after] = await tx<{ image: RowImage }[]>`
     UPDATE sys_user SET
       dept_id = ${input.deptId ?? null}, user_name = ${input.userName}, nick_name = ${input.nickName ?? ''},
       email = ${input.email ?? null}, phonenumber = ${input.phonenumber ?? null}, status = ${input.status ?? '0'},
       role = ${input.roles[0]!}, password_hash = COALESCE(${passwordHash}, password_hash),
       update_by = ${actor.userName}, update_time = now()
-    WHERE tenant_id = ${actor.tenantId} AND user_id = ${input.userId}`;
+    WHERE tenant_id = ${actor.tenantId} AND user_id = ${input.userId}
+    RETURNING to_jsonb(sys_user) AS image`;
   // A password change or a disable ends every session the user holds.
   if (passwordHash !== null || input.status === '1') await revokeUserSessions(tx, actor.tenantId, input.userId);
+  await recordAudit(tx, actor, userUpdateRecords(input.userId, before, after!.image, passwordHash !== null));
+}
+
+/**
+ * A PUT carrying a password writes `user.password` (no values: the record
+ * says only that it changed) and, when other fields changed too,
+ * `user.update` with those; without a password, one `user.update`.
+ */
+function userUpdateRecords(userId: number, before: RowImage, after: RowImage, passwordChanged: boolean): AuditEntry[] {
+  const changes = diff(before, after);
+  const records: AuditEntry[] = [];
+  if (passwordChanged) records.push({ action: 'user.password', entityType: 'user', entityId: userId, changes: {} });
+  if (!passwordChanged || Object.keys(changes).length > 0) records.push({ action: 'user.update', entityType: 'user', entityId: userId, changes });
+  return records;
 }
 
 export async function deleteUsers(tx: Tx, actor: Actor & { userId: number }, ids: number[], ifMatch?: string): Promise<void> {
@@ -119,8 +137,14 @@ export async function deleteUsers(tx: Tx, actor: Actor & { userId: number }, ids
   await lockOrganisation(tx, actor.tenantId);
   await lockChangeableUsers(tx, actor.tenantId, ids);
   await checkIfMatch(ifMatch, () => getUser(tx, actor.tenantId, ids[0]!), `User ${ids[0]}`);
-  await tx`
+  const deleted = await tx<{ userId: number; image: RowImage }[]>`
     UPDATE sys_user SET del_flag = '2', update_by = ${actor.userName}, update_time = now()
-    WHERE tenant_id = ${actor.tenantId} AND user_id = ANY(${ids}::bigint[])`;
+    WHERE tenant_id = ${actor.tenantId} AND user_id = ANY(${ids}::bigint[])
+    RETURNING user_id AS "userId", to_jsonb(sys_user) AS image`;
   await revokeSessionsOfUsers(tx, actor.tenantId, ids);
+  await recordAudit(
+    tx,
+    actor,
+    deleted.map((u) => ({ action: 'user.delete' as const, entityType: 'user' as const, entityId: u.userId, changes: values(u.image) })),
+  );
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { buildApp } from '../../src/app.js';
+import type { AuditOptions } from '../../src/audit/audit.plugin.js';
 import { bootstrap } from '../../src/bootstrap.js';
 import type { Sql } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
@@ -66,7 +67,7 @@ export function createdId(reply: Reply): number {
 }
 
 /** A migrated, bootstrapped database of its own and the app on it, with the superadmin signed in. */
-export async function buildTestApp(options: { tokenTtl?: number } = {}): Promise<TestApp> {
+export async function buildTestApp(options: { tokenTtl?: number; audit?: AuditOptions } = {}): Promise<TestApp> {
   const db = await openTestDatabase();
   await migrate(db.sql);
   await bootstrap(db.sql, ADMIN_PASSWORD);
@@ -74,6 +75,7 @@ export async function buildTestApp(options: { tokenTtl?: number } = {}): Promise
     sql: db.sql,
     config: { jwtSecret: undefined, tokenTtl: options.tokenTtl ?? 7200, logLevel: 'silent' },
     logger: false,
+    audit: options.audit,
   });
   await app.ready();
   const anon = new Client(app);

@@ -1,0 +1,118 @@
+import { EventEmitter } from 'node:events';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Sql } from '../db/database.js';
+import { assignPositions, FEED_CHANNEL } from './audit.sql.js';
+
+// How new positions reach readers. After every write request the node runs
+// the sequencer (audit.sql.ts assignPositions) in the background, coalesced:
+// a kick schedules one run KICK_DELAY_MS later, so a burst of writes costs
+// one run, not one each; at most one run at a time per node. A run
+// that positions records announces it:
+// - on PostgreSQL with NOTIFY, which every node LISTENs to (postgres.js
+//   gives `sql.listen` its own connection), so streams on other nodes wake;
+// - always through an in-process emitter, shared by every app on the same
+//   `sql` (the embedded database has one connection and must not open a
+//   second one for LISTEN).
+// Feed reads run the sequencer themselves first, so a record committed by a
+// node that died before sequencing is still served, by the next reader.
+
+const local = new WeakMap<Sql, EventEmitter>();
+
+function emitterFor(sql: Sql): EventEmitter {
+  let emitter = local.get(sql);
+  if (!emitter) {
+    emitter = new EventEmitter();
+    // One listener per app and per open stream hub; not a leak.
+    emitter.setMaxListeners(0);
+    local.set(sql, emitter);
+  }
+  return emitter;
+}
+
+/** Waits for `work` at most `ms`; its failure is not ours to report here. */
+export async function within(ms: number, work: Promise<unknown> | null | undefined): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  await Promise.race([Promise.resolve(work).catch(() => {}), timeout]);
+  clearTimeout(timer);
+}
+
+export type NotifyMode = 'listen' | 'local';
+
+/**
+ * A busy node runs the sequencer a few times a second, not once per write
+ * (each run is a commit of its own); still short against the stream's 1 s.
+ */
+const KICK_DELAY_MS = 200;
+
+export class AuditFeed {
+  private readonly emitter: EventEmitter;
+  private scheduled: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private closed = false;
+  private unlisten: (() => Promise<void>) | null = null;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly mode: NotifyMode,
+    private readonly log: FastifyBaseLogger,
+  ) {
+    this.emitter = emitterFor(sql);
+  }
+
+  async start(): Promise<void> {
+    if (this.mode !== 'listen') return;
+    const { unlisten } = await this.sql.listen(FEED_CHANNEL, () => this.emitter.emit('positions'));
+    this.unlisten = unlisten;
+  }
+
+  /** Calls `fn` whenever new positions may be readable. Returns the unsubscribe function. */
+  onPositions(fn: () => void): () => void {
+    this.emitter.on('positions', fn);
+    return () => this.emitter.off('positions', fn);
+  }
+
+  /** Positions everything committed so far, and announces it. Awaited by feed reads. */
+  async sequence(): Promise<void> {
+    const last = await assignPositions(this.sql);
+    if (last !== null) this.emitter.emit('positions');
+  }
+
+  /** After a write: sequence soon, in the background; kicks close together share one run. */
+  kick(): void {
+    if (this.closed || this.scheduled) return;
+    this.scheduled = setTimeout(() => {
+      this.scheduled = null;
+      this.run();
+    }, KICK_DELAY_MS);
+  }
+
+  private run(): void {
+    if (this.closed) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = (async () => {
+      do {
+        this.again = false;
+        try {
+          await this.sequence();
+        } catch (err) {
+          // The next write or feed read sequences again; nothing is lost.
+          this.log.warn({ err }, 'audit sequencer run failed');
+        }
+      } while (this.again && !this.closed);
+      this.running = null;
+    })();
+  }
+
+  /** Bounded: a database that stopped answering must not hold up shutdown (closing the pool ends LISTEN anyway). */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.scheduled) clearTimeout(this.scheduled);
+    await within(2000, this.running);
+    await within(2000, this.unlisten?.());
+  }
+}

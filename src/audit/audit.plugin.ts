@@ -1,0 +1,71 @@
+import fp from 'fastify-plugin';
+import type { FastifyInstance } from 'fastify';
+import type { Sql } from '../db/database.js';
+import { AuditFeed, within, type NotifyMode } from './audit.feed.js';
+import { auditRoutes } from './audit.routes.js';
+import { purgeAudit } from './audit.sql.js';
+import { auditSwitch } from './audit.record.js';
+import { AuditStreams, STREAM_DEFAULTS, type StreamOptions } from './audit.stream.js';
+
+export interface AuditOptions {
+  /** Records older than this many days are purged (AUDIT_RETENTION_DAYS). */
+  retentionDays?: number;
+  /**
+   * 'listen': PostgreSQL LISTEN/NOTIFY reaches every node; 'local': this
+   * process only (the embedded database, which has a single connection).
+   * Default: 'local' for a one-connection pool, else 'listen'.
+   */
+  notify?: NotifyMode;
+  /** Stream internals; tests shorten the heartbeat and the buffer bound. */
+  stream?: Partial<StreamOptions>;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The open audit streams of this node (their count is worth a metric). */
+    auditStreams: AuditStreams;
+  }
+}
+
+const PURGE_INTERVAL_MS = 6 * 60 * 60 * 1000;
+
+/**
+ * The audit room: its routes under /system/audit-api, the sequencer kick
+ * after every write request, the streams (ended before the server closes,
+ * so followers never hold up shutdown) and retention (at start, then every
+ * six hours).
+ */
+export const auditPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; audit?: AuditOptions }) => {
+  const { sql } = opts;
+  const options = opts.audit ?? {};
+  const notify = options.notify ?? (sql.options.max > 1 ? 'listen' : 'local');
+  const feed = new AuditFeed(sql, notify, app.log);
+  await feed.start();
+  const streams = new AuditStreams(sql, feed, { ...STREAM_DEFAULTS, ...options.stream }, app.log);
+  app.decorate('auditStreams', streams);
+
+  // Records are written with no position; give them one once the request's transaction has committed.
+  app.addHook('onResponse', async (request) => {
+    if (request.method !== 'GET' && request.method !== 'HEAD' && auditSwitch.enabled) feed.kick();
+  });
+
+  const retentionDays = options.retentionDays ?? 365;
+  let purging: Promise<unknown> = Promise.resolve();
+  const purge = () => {
+    purging = purgeAudit(sql, retentionDays)
+      .then((deleted) => deleted > 0 && app.log.info({ deleted, retentionDays }, 'audit records purged'))
+      .catch((err: unknown) => app.log.warn({ err }, 'audit purge failed; retried at the next run'));
+  };
+  const purgeTimer = setInterval(purge, PURGE_INTERVAL_MS);
+  purgeTimer.unref();
+  app.addHook('onReady', async () => purge());
+
+  app.addHook('preClose', async () => streams.close());
+  app.addHook('onClose', async () => {
+    clearInterval(purgeTimer);
+    await within(2000, purging);
+    await feed.close();
+  });
+
+  await app.register(auditRoutes, { sql, feed, streams, prefix: '/system/audit-api' });
+});

@@ -1,0 +1,101 @@
+import type { FastifyRequest } from 'fastify';
+import type { Db } from '../db/database.js';
+import type { Actor, Caller } from '../auth/auth.plugin.js';
+
+// The write side of the audit trail (DECISIONS §10). Each write path makes
+// one call to recordAudit with the transaction that makes the change, so the
+// record commits or rolls back with it: a refused write records nothing, and
+// a record that cannot be written takes the change down with it.
+
+export const ACTIONS = [
+  'dept.create',
+  'dept.update',
+  'dept.move',
+  'dept.delete',
+  'user.create',
+  'user.update',
+  'user.delete',
+  'user.password',
+  'tenant.create',
+  'tenant.update',
+  'tenant.delete',
+  'auth.login',
+  'auth.login_failed',
+  'auth.logout',
+] as const;
+export type AuditAction = (typeof ACTIONS)[number];
+export const ENTITY_TYPES = ['dept', 'user', 'tenant', 'session'] as const;
+export type EntityType = (typeof ENTITY_TYPES)[number];
+
+/** A row as `to_jsonb(row)` gives it: column names in snake_case. */
+export type RowImage = Record<string, unknown>;
+export type Changes = Record<string, unknown>;
+
+export interface AuditEntry {
+  action: AuditAction;
+  entityType: EntityType;
+  entityId: string | number;
+  /** Whose data changed; defaults to the actor's tenant. */
+  tenantId?: string;
+  changes: Changes;
+}
+
+/** The caller of a request as the actor of its writes, with what the audit record needs from the request. */
+export function requestActor(request: FastifyRequest): Caller & Required<Pick<Actor, 'requestId' | 'ip'>> {
+  return { ...request.caller, requestId: request.id, ip: request.ip };
+}
+
+// Never in a record: secrets (whatever a future column is called), and the
+// bookkeeping columns the record itself already says (who, when, deleted).
+const OMITTED = new Set(['password_hash', 'del_flag', 'create_by', 'create_time', 'update_by', 'update_time']);
+const SECRET = /password|hash|token|secret/i;
+
+const camel = (column: string) => column.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+
+/** A row's values under their API names, secrets and bookkeeping left out: `changes` of a create or delete. */
+export function values(image: RowImage): Changes {
+  const out: Changes = {};
+  for (const [column, value] of Object.entries(image)) {
+    if (!OMITTED.has(column) && !SECRET.test(column)) out[camel(column)] = value;
+  }
+  return out;
+}
+
+/** `{field: {before, after}}` of just the fields that differ: `changes` of an update or move. */
+export function diff(before: RowImage, after: RowImage): Changes {
+  const old = values(before);
+  const out: Changes = {};
+  for (const [field, value] of Object.entries(values(after))) {
+    if (JSON.stringify(old[field]) !== JSON.stringify(value)) out[field] = { before: old[field] ?? null, after: value };
+  }
+  return out;
+}
+
+/**
+ * Bench-only: `npm run bench` turns records off to measure what they cost.
+ * Nothing in the service (configuration, HTTP) can reach this.
+ */
+export const auditSwitch = { enabled: true };
+
+/** Writes the records of one change, in one statement, on `db` (the change's transaction). */
+export async function recordAudit(db: Db, actor: Actor, entries: AuditEntry[]): Promise<void> {
+  if (entries.length === 0 || !auditSwitch.enabled) return;
+  const rows = entries.map((e) => ({
+    tenant_id: e.tenantId ?? actor.tenantId,
+    user_name: actor.userName,
+    user_tenant_id: actor.userTenantId ?? actor.tenantId,
+    action: e.action,
+    entity_type: e.entityType,
+    entity_id: String(e.entityId),
+    request_id: actor.requestId ?? null,
+    ip: actor.ip ?? null,
+    changes: e.changes,
+  }));
+  // One JSON parameter, however many rows: a batch delete of 1000 is still one statement.
+  await db`
+    INSERT INTO audit_log (tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, request_id, ip, changes)
+    SELECT r.tenant_id, r.user_name, r.user_tenant_id, r.action, r.entity_type, r.entity_id, r.request_id, r.ip, r.changes
+    FROM jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) AS r(
+      tenant_id text, user_name text, user_tenant_id text, action text, entity_type text, entity_id text,
+      request_id text, ip text, changes jsonb)`;
+}
