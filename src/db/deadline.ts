@@ -96,10 +96,14 @@ function watch(socket: Socket, deadline: Deadline, tls: boolean): void {
   const exchanges = new Exchanges(tls);
   let lastHeard = performance.now();
   let timer: NodeJS.Timeout | undefined;
+  // Belt and braces for the message count: bytes written and nothing heard
+  // since is always an exchange in progress, whatever the count says.
+  let spokeLast = false;
+  const waiting = () => exchanges.waiting || spokeLast;
 
   const check = () => {
     timer = undefined;
-    if (!exchanges.waiting || deadline.ms <= 0 || socket.destroyed) return;
+    if (!waiting() || deadline.ms <= 0 || socket.destroyed) return;
     const silent = performance.now() - lastHeard;
     if (silent >= deadline.ms) {
       socket.destroy(new StatementDeadlineError(`The database did not answer within ${deadline.ms / 1000} s`));
@@ -111,7 +115,8 @@ function watch(socket: Socket, deadline: Deadline, tls: boolean): void {
 
   const write = socket.write.bind(socket) as (...args: unknown[]) => boolean;
   socket.write = ((...args: unknown[]) => {
-    if (!exchanges.waiting) lastHeard = performance.now();
+    if (!waiting()) lastHeard = performance.now();
+    spokeLast = true;
     exchanges.sent(args[0]);
     if (!timer && deadline.ms > 0) {
       timer = setTimeout(check, deadline.ms);
@@ -122,6 +127,7 @@ function watch(socket: Socket, deadline: Deadline, tls: boolean): void {
 
   socket.on('data', (chunk: Buffer) => {
     lastHeard = performance.now();
+    spokeLast = false;
     exchanges.received(chunk);
   });
   socket.once('close', () => clearTimeout(timer));
