@@ -42,7 +42,11 @@ async function main() {
   };
   const token = (await call('POST', '/auth/login', { tenantId: '000000', username: 'admin', password: PASSWORD })).json().data.access_token;
   const created = async (deptName: string, parentId: number) =>
-    Number(String((await call('POST', '/system/dept-api', { parentId, deptName }, token)).headers.location).split('/').pop());
+    Number(
+      String((await call('POST', '/system/dept-api', { parentId, deptName }, token)).headers.location)
+        .split('/')
+        .pop(),
+    );
 
   console.log(`database: ${db.description}`);
 
@@ -66,7 +70,11 @@ async function main() {
   console.log(`subtree built: ${size + 1} departments (including its root) in ${(performance.now() - t0).toFixed(0)} ms`);
 
   const moves: number[] = [];
-  for (const [parentId, label] of [[target, 'under Target'], [0, 'back to top level'], [target, 'under Target again']] as const) {
+  for (const [parentId, label] of [
+    [target, 'under Target'],
+    [0, 'back to top level'],
+    [target, 'under Target again'],
+  ] as const) {
     const start = performance.now();
     await call('PUT', '/system/dept-api', { deptId: moving, parentId, deptName: 'Moving' }, token);
     const ms = performance.now() - start;

@@ -40,7 +40,14 @@ export interface AppOptions {
  * listens, the tests inject. Registration order: external plugins, then our
  * cross-cutting plugins, then one route plugin per resource.
  */
-export async function buildApp({ sql, config, logger, logStream, audit, requestDeadlineMs = REQUEST_DEADLINE_MS }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({
+  sql,
+  config,
+  logger,
+  logStream,
+  audit,
+  requestDeadlineMs = REQUEST_DEADLINE_MS,
+}: AppOptions): Promise<FastifyInstance> {
   const loggerOptions: FastifyServerOptions['logger'] = {
     level: config.logLevel,
     // Tokens travel only in this header; passwords only in bodies, which are never logged.

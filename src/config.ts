@@ -62,7 +62,10 @@ function text(env: NodeJS.ProcessEnv, name: string): string | undefined {
 function origins(env: NodeJS.ProcessEnv): string[] | undefined {
   const raw = text(env, 'CORS_ORIGINS');
   if (raw === undefined) return undefined;
-  const list = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  const list = raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
   for (const entry of list) {
     let origin: string | undefined;
     try {

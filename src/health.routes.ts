@@ -17,7 +17,13 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
     {
       config: { public: true },
       logLevel: 'warn',
-      schema: { operationId: 'health', summary: 'Liveness: the process answers', tags: ['health'], security: [], response: responses(Type.Ref('Health'), []) },
+      schema: {
+        operationId: 'health',
+        summary: 'Liveness: the process answers',
+        tags: ['health'],
+        security: [],
+        response: responses(Type.Ref('Health'), []),
+      },
     },
     async () => ({ status: 'ok' }),
   );

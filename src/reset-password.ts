@@ -29,7 +29,8 @@ async function main(): Promise<number> {
   const password = given ?? randomPassword();
 
   // Opening a missing DATA_DIR would create an empty database there.
-  if (!config.databaseUrl && !existsSync(config.dataDir)) throw new ConfigError(`DATA_DIR ${config.dataDir} does not exist; set DATA_DIR or DATABASE_URL as for the service`);
+  if (!config.databaseUrl && !existsSync(config.dataDir))
+    throw new ConfigError(`DATA_DIR ${config.dataDir} does not exist; set DATA_DIR or DATABASE_URL as for the service`);
   const db: Database = config.databaseUrl ? openPostgres(config.databaseUrl) : await openEmbedded(config.dataDir);
   try {
     await waitForDatabase(db, config.dbStartTimeout, () => {});

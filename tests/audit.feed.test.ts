@@ -80,7 +80,11 @@ describe('the change feed under concurrent writers', () => {
         } else if (kind === 1) {
           // A refused login: its record is written on its own, outside any transaction. A new
           // username each time, so the lockout (5 per tenant and username) never answers instead.
-          const refused = await node.root.post('/auth/login', { tenantId, username: `ghost-${worker}-${i}-${random(1e9)}`, password: 'wrong-password' });
+          const refused = await node.root.post('/auth/login', {
+            tenantId,
+            username: `ghost-${worker}-${i}-${random(1e9)}`,
+            password: 'wrong-password',
+          });
           expect(refused.status).toBe(401);
         } else {
           const res = await admin.post('/system/dept-api', { parentId: 0, deptName: `N${node === nodes[0] ? 1 : 2}-${worker}-${i}` });

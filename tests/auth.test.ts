@@ -16,8 +16,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-const login = (tenantId: string, username: string, password: string) =>
-  t.anon.post('/auth/login', { tenantId, username, password });
+const login = (tenantId: string, username: string, password: string) => t.anon.post('/auth/login', { tenantId, username, password });
 
 /** The JWT's payload, decoded without verifying. */
 function claimsOf(token: string): TokenClaims & { iat: number; exp: number } {

@@ -28,7 +28,20 @@ describe('loadConfig', () => {
   });
 
   it('treats empty strings as unset', () => {
-    const env = { PORT: '', HOST: '', DATABASE_URL: '', DATA_DIR: '', ADMIN_PASSWORD: '', JWT_SECRET: '', TOKEN_TTL: '', LOG_LEVEL: '', TZ: '', DB_START_TIMEOUT: '', SHUTDOWN_TIMEOUT: '', AUDIT_RETENTION_DAYS: '' };
+    const env = {
+      PORT: '',
+      HOST: '',
+      DATABASE_URL: '',
+      DATA_DIR: '',
+      ADMIN_PASSWORD: '',
+      JWT_SECRET: '',
+      TOKEN_TTL: '',
+      LOG_LEVEL: '',
+      TZ: '',
+      DB_START_TIMEOUT: '',
+      SHUTDOWN_TIMEOUT: '',
+      AUDIT_RETENTION_DAYS: '',
+    };
     expect(loadConfig(env)).toEqual(loadConfig({}));
   });
 
@@ -158,10 +171,14 @@ describe('the process with a .env file', () => {
       const env: NodeJS.ProcessEnv = { ...process.env };
       for (const name of CONFIG_VARIABLES) delete env[name];
       env.PORT = '0';
-      const child = spawn(process.execPath, ['--import', pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href, join(ROOT, 'src/main.ts')], {
-        cwd: dir,
-        env,
-      });
+      const child = spawn(
+        process.execPath,
+        ['--import', pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href, join(ROOT, 'src/main.ts')],
+        {
+          cwd: dir,
+          env,
+        },
+      );
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (chunk) => (stdout += chunk));

@@ -22,7 +22,7 @@ interface Known {
   pending?: number;
 }
 
-const pick = <T,>(xs: T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
+const pick = <T>(xs: T[]): T => xs[Math.floor(Math.random() * xs.length)]!;
 
 describe('kill -9 in the middle of concurrent creates and moves', () => {
   it(`loses no acknowledged write over ${CYCLES} kill cycles, and the tree stays whole`, async () => {

@@ -18,10 +18,8 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 afterEach(async () => expectTreeInvariants(t.sql));
 
-const create = async (parentId: number, deptName: string) =>
-  createdId(await admin.post('/system/dept-api', { parentId, deptName }));
-const move = (deptId: number, parentId: number, deptName: string) =>
-  admin.put('/system/dept-api', { deptId, parentId, deptName });
+const create = async (parentId: number, deptName: string) => createdId(await admin.post('/system/dept-api', { parentId, deptName }));
+const move = (deptId: number, parentId: number, deptName: string) => admin.put('/system/dept-api', { deptId, parentId, deptName });
 
 describe('concurrency', () => {
   it('two opposite moves fired together never both succeed', async () => {
@@ -46,9 +44,7 @@ describe('concurrency', () => {
 
   it('20 concurrent creates of one sibling name give exactly one success', async () => {
     const parent = await create(root, 'Race parent');
-    const results = await Promise.all(
-      Array.from({ length: 20 }, () => admin.post('/system/dept-api', { parentId: parent, deptName: 'Same name' })),
-    );
+    const results = await Promise.all(Array.from({ length: 20 }, () => admin.post('/system/dept-api', { parentId: parent, deptName: 'Same name' })));
     expect(results.filter((r) => r.status === 200)).toHaveLength(1);
     expect(results.filter((r) => r.status === 409)).toHaveLength(19);
     const [row] = await t.sql<{ n: number }[]>`
@@ -77,7 +73,8 @@ describe('random request sequences', () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
       return seed % n;
     };
-    const live = async () => (await admin.get('/system/dept-api/list')).body.data as { deptId: number; parentId: number; deptName: string; status: string }[];
+    const live = async () =>
+      (await admin.get('/system/dept-api/list')).body.data as { deptId: number; parentId: number; deptName: string; status: string }[];
     const statuses = new Map<number, number>();
     for (let step = 0; step < 300; step++) {
       const depts = await live();
@@ -88,10 +85,20 @@ describe('random request sequences', () => {
         res = await admin.post('/system/dept-api', { parentId: rand(5) === 0 ? 0 : pick().deptId, deptName: `R${rand(40)}` });
       } else if (op < 7) {
         const d = pick();
-        res = await admin.put('/system/dept-api', { deptId: d.deptId, parentId: rand(6) === 0 ? 0 : pick().deptId, deptName: d.deptName, status: d.status });
+        res = await admin.put('/system/dept-api', {
+          deptId: d.deptId,
+          parentId: rand(6) === 0 ? 0 : pick().deptId,
+          deptName: d.deptName,
+          status: d.status,
+        });
       } else if (op < 8) {
         const d = pick();
-        res = await admin.put('/system/dept-api', { deptId: d.deptId, parentId: d.parentId, deptName: d.deptName, status: d.status === '0' ? '1' : '0' });
+        res = await admin.put('/system/dept-api', {
+          deptId: d.deptId,
+          parentId: d.parentId,
+          deptName: d.deptName,
+          status: d.status === '0' ? '1' : '0',
+        });
       } else {
         const ids = [pick().deptId, pick().deptId];
         res = await admin.delete(`/system/dept-api/${ids.join(',')}`);

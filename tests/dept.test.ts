@@ -57,8 +57,24 @@ describe('create', () => {
   });
 
   it('stores every field sent and trims the name', async () => {
-    const id = await create({ deptName: '  Trimmed  ', orderNum: 3, leader: 'Li Lei', phone: '+86 138-0013-8000', email: 'a@b.co', status: '1', delFlag: '0', tenantId });
-    expect(await dept(id)).toMatchObject({ deptName: 'Trimmed', orderNum: 3, leader: 'Li Lei', phone: '+86 138-0013-8000', email: 'a@b.co', status: '1' });
+    const id = await create({
+      deptName: '  Trimmed  ',
+      orderNum: 3,
+      leader: 'Li Lei',
+      phone: '+86 138-0013-8000',
+      email: 'a@b.co',
+      status: '1',
+      delFlag: '0',
+      tenantId,
+    });
+    expect(await dept(id)).toMatchObject({
+      deptName: 'Trimmed',
+      orderNum: 3,
+      leader: 'Li Lei',
+      phone: '+86 138-0013-8000',
+      email: 'a@b.co',
+      status: '1',
+    });
   });
 
   it.each([
@@ -119,14 +135,19 @@ describe('create', () => {
     expect((await admin.post('/system/dept-api', { parentId: parent, deptName: 'Sales' })).status).toBe(200);
   });
 
-  it('refuses a tenantId other than the caller\'s (403) and accepts its own', async () => {
+  it("refuses a tenantId other than the caller's (403) and accepts its own", async () => {
     const res = await admin.post('/system/dept-api', { parentId: root, deptName: unique(), tenantId: '000000' });
     expect(res.status).toBe(403);
     expect((await admin.post('/system/dept-api', { parentId: root, deptName: unique(), tenantId })).status).toBe(200);
   });
 
   it('takes JSON types as sent: no number for a string, null stays null', async () => {
-    for (const body of [{ deptName: 5 }, { deptName: unique(), parentId: String(root) }, { deptName: unique(), status: 0 }, { deptName: unique(), leader: 7 }]) {
+    for (const body of [
+      { deptName: 5 },
+      { deptName: unique(), parentId: String(root) },
+      { deptName: unique(), status: 0 },
+      { deptName: unique(), leader: 7 },
+    ]) {
       expect((await admin.post('/system/dept-api', { parentId: root, ...body })).status).toBe(400);
     }
     const id = await create({ leader: null, phone: null, email: null });
@@ -242,7 +263,7 @@ describe('update', () => {
     expect((await dept(a)).parentId).toBe(root);
   });
 
-  it('refuses a parent that is unknown, deleted or another tenant\'s (400)', async () => {
+  it("refuses a parent that is unknown, deleted or another tenant's (400)", async () => {
     const a = await create({});
     const gone = await create({});
     await admin.delete(`/system/dept-api/${gone}`);
@@ -415,7 +436,7 @@ describe('reads beyond the contract', () => {
 });
 
 describe('tenant isolation', () => {
-  it('answers 404 to every read and write of another tenant\'s department and never lists it', async () => {
+  it("answers 404 to every read and write of another tenant's department and never lists it", async () => {
     const mine = await create({ deptName: unique('Mine') });
     const other = await createTenantWithAdmin(t);
     const them = other.admin;

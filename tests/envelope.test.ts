@@ -72,7 +72,12 @@ describe('envelope', () => {
   it('403 for a role without the permission', async () => {
     const { createUserAndLogin } = await import('./support/app.js');
     const user = await createUserAndLogin(t, t.root, '000000', 'user');
-    const res = await t.app.inject({ method: 'POST', url: '/system/dept-api', headers: { authorization: `Bearer ${user.client.token}` }, payload: { parentId: 0, deptName: 'No' } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/system/dept-api',
+      headers: { authorization: `Bearer ${user.client.token}` },
+      payload: { parentId: 0, deptName: 'No' },
+    });
     expectEnvelope({ status: res.statusCode, headers: res.headers, body: res.body, json: () => res.json() }, 403);
   });
 
@@ -94,7 +99,10 @@ describe('envelope', () => {
 
   it('415 for a body that is not application/json', async () => {
     for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml']) {
-      expectEnvelope(await raw({ method: 'POST', url: '/system/dept-api', headers: { ...auth(), 'content-type': type }, payload: 'parentId=0' }), 415);
+      expectEnvelope(
+        await raw({ method: 'POST', url: '/system/dept-api', headers: { ...auth(), 'content-type': type }, payload: 'parentId=0' }),
+        415,
+      );
     }
   });
 
@@ -223,7 +231,10 @@ describe('envelope', () => {
       { $ref: '#/components/schemas/SuccessEnvelope' },
       { type: 'object', required: ['data'], properties: { data: { $ref: '#/components/schemas/Dept' } } },
     ]);
-    expect(spec.components.schemas.SuccessEnvelope.properties).toEqual({ code: { type: 'number', enum: [200] }, msg: { type: 'string', enum: ['success'] } });
+    expect(spec.components.schemas.SuccessEnvelope.properties).toEqual({
+      code: { type: 'number', enum: [200] },
+      msg: { type: 'string', enum: ['success'] },
+    });
     const page = await raw({ method: 'GET', url: '/docs/' });
     expect(page.status).toBe(200);
     expect(page.headers['content-type']).toMatch(/text\/html/);

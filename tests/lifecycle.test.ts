@@ -19,7 +19,12 @@ beforeAll(async () => {
   const db = await openTestDatabase();
   await migrate(db.sql);
   await bootstrap(db.sql, 'lifecycle-pw-1');
-  app = await buildApp({ sql: db.sql, config: { jwtSecret: undefined, tokenTtl: 600, logLevel: 'silent' }, logger: false, requestDeadlineMs: DEADLINE_MS });
+  app = await buildApp({
+    sql: db.sql,
+    config: { jwtSecret: undefined, tokenTtl: 600, logLevel: 'silent' },
+    logger: false,
+    requestDeadlineMs: DEADLINE_MS,
+  });
   app.get('/test/slow', { config: { public: true } }, async () => {
     await new Promise((r) => setTimeout(r, DEADLINE_MS * 4));
     return { late: true };

@@ -76,7 +76,11 @@ describe.skipIf(!inject('databaseUrl'))('a PostgreSQL that stops answering', () 
     await bootstrap(viaProxy.sql, ADMIN_PASSWORD);
     app = await buildApp({ sql: viaProxy.sql, config: { jwtSecret: undefined, tokenTtl: 600, logLevel: 'silent' }, logger: false });
     await app.ready();
-    const login = await app.inject({ method: 'POST', url: '/auth/login', payload: { tenantId: '000000', username: 'admin', password: ADMIN_PASSWORD } });
+    const login = await app.inject({
+      method: 'POST',
+      url: '/auth/login',
+      payload: { tenantId: '000000', username: 'admin', password: ADMIN_PASSWORD },
+    });
     token = login.json().data.access_token;
   });
   afterAll(async () => {
@@ -152,7 +156,10 @@ describe.skipIf(!inject('databaseUrl'))('a PostgreSQL that stops answering', () 
       password: 'cut-off-pw-1',
     });
     await expect
-      .poll(async () => (await direct.sql`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).length, { timeout: 10_000, interval: 50 })
+      .poll(async () => (await direct.sql`SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).length, {
+        timeout: 10_000,
+        interval: 50,
+      })
       .toBe(1);
     proxy.freeze();
     try {
@@ -164,10 +171,14 @@ describe.skipIf(!inject('databaseUrl'))('a PostgreSQL that stops answering', () 
     }
     // The server notices the vanished client and rolls its transaction back.
     await expect
-      .poll(async () => (await direct.sql`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`).length, {
-        timeout: 20_000,
-        interval: 100,
-      })
+      .poll(
+        async () =>
+          (await direct.sql`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'`).length,
+        {
+          timeout: 20_000,
+          interval: 100,
+        },
+      )
       .toBe(0);
     const [tenants] = await direct.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM sys_tenant WHERE company_name = ${companyName}`;
     const [depts] = await direct.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM sys_dept WHERE tenant_id = ${nextCode}`;

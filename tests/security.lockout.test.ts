@@ -63,9 +63,7 @@ describe('lockout under concurrency', () => {
 
   it('unknown usernames are limited the same way', async () => {
     const ghost = { userName: `ghost_${Math.random().toString(36).slice(2, 10)}`, password: 'not-a-real-one' };
-    const statuses = (await Promise.all(Array.from({ length: 30 }, () => loginOn(t.app, ghost.userName, 'wrong-password')))).map(
-      (r) => r.status,
-    );
+    const statuses = (await Promise.all(Array.from({ length: 30 }, () => loginOn(t.app, ghost.userName, 'wrong-password')))).map((r) => r.status);
     expect(countOf(statuses, 401)).toBeLessThanOrEqual(5);
     expect(countOf(statuses, 429)).toBeGreaterThanOrEqual(25);
   });

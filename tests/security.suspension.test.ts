@@ -1,13 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildTestApp, createUserAndLogin, type Client, type TestApp } from './support/app.js';
-import {
-  dayFromToday,
-  provisionTenant,
-  readTenant,
-  tenantBody,
-  writable,
-  type Provisioned,
-} from './support/tenant-fixtures.js';
+import { dayFromToday, provisionTenant, readTenant, tenantBody, writable, type Provisioned } from './support/tenant-fixtures.js';
 
 // DECISIONS §2: a tenant's users log in and act only while their tenant and
 // every ancestor tenant are live, enabled and inside their service periods;
@@ -123,7 +116,7 @@ describe('suspension details', () => {
     expect((await (await t.login(c.tenant.tenantId, c.username, c.password)).get('/auth/me')).status).toBe(200);
   });
 
-  it('with A and B both disabled, C\'s login names the nearest one, B', async () => {
+  it("with A and B both disabled, C's login names the nearest one, B", async () => {
     const { a, b, c } = await chain();
     await change(t.root, a, { status: '1' });
     await change(t.root, b, { status: '1' });
@@ -153,7 +146,7 @@ describe('disable and delete revoke the sessions issued before', () => {
     expect((await (await t.login(p.tenant.tenantId, user.userName, user.password)).get('/auth/me')).status).toBe(200);
   });
 
-  it('a tenant disabled and enabled again: its users\' and its descendants\' old tokens stay refused, new logins work', async () => {
+  it("a tenant disabled and enabled again: its users' and its descendants' old tokens stay refused, new logins work", async () => {
     const { a, b, c, cUser } = await chain();
     await change(a.admin, b, { status: '1' });
     await change(a.admin, b, { status: '0' });
@@ -163,13 +156,15 @@ describe('disable and delete revoke the sessions issued before', () => {
     expect((await loginAs(c)).status).toBe(200);
   });
 
-  it('a deleted user\'s and a deleted tenant\'s sessions are revoked rows', async () => {
+  it("a deleted user's and a deleted tenant's sessions are revoked rows", async () => {
     const p = await provisionTenant(t, t.root);
     const user = await createUserAndLogin(t, p.admin, p.tenant.tenantId, 'user');
     expect((await p.admin.delete(`/system/user-api/${user.userId}`)).status).toBe(200);
     const open = async (tenantId: string) =>
-      (await t.sql<{ n: number }[]>`
-        SELECT count(*)::int AS n FROM auth_session WHERE tenant_id = ${tenantId} AND revoked_at IS NULL AND expires_at > now()`)[0]!.n;
+      (
+        await t.sql<{ n: number }[]>`
+        SELECT count(*)::int AS n FROM auth_session WHERE tenant_id = ${tenantId} AND revoked_at IS NULL AND expires_at > now()`
+      )[0]!.n;
     const [userOpen] = await t.sql<{ n: number }[]>`
       SELECT count(*)::int AS n FROM auth_session WHERE tenant_id = ${p.tenant.tenantId} AND user_id = ${user.userId} AND revoked_at IS NULL`;
     expect(userOpen!.n).toBe(0);

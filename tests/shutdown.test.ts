@@ -57,7 +57,16 @@ describe('graceful shutdown', () => {
     const request = await halfSentPost(service.base, '/system/dept-api', token, { parentId: 0, deptName: 'Sent during shutdown' });
     service.child.kill('SIGTERM');
     // The listener closes at once: a new connection is refused while the old request is still open.
-    await expect.poll(async () => fetch(`${service.base}/healthz`).then(() => 'answered', () => 'refused'), { timeout: 10_000 }).toBe('refused');
+    await expect
+      .poll(
+        async () =>
+          fetch(`${service.base}/healthz`).then(
+            () => 'answered',
+            () => 'refused',
+          ),
+        { timeout: 10_000 },
+      )
+      .toBe('refused');
     request.finish();
     const answer = await request.answer;
     expect(answer).toMatch(/HTTP\/1\.1 200 OK/);
@@ -91,14 +100,22 @@ describe('admin recovery', () => {
       service.base,
       'POST',
       '/system/tenant-api',
-      { tenantName: 'Recovery', companyName: `Recovery ${Date.now()}`, contactUserName: 'c', contactPhone: '1', username: 'boss', password: 'boss-password-1' },
+      {
+        tenantName: 'Recovery',
+        companyName: `Recovery ${Date.now()}`,
+        contactUserName: 'c',
+        contactPhone: '1',
+        username: 'boss',
+        password: 'boss-password-1',
+      },
       oldToken,
     );
     expect(tenant.status).toBe(200);
     const tenantRead = await call(service.base, 'GET', String(tenant.headers.get('location')), undefined, oldToken);
     const tenantId = tenantRead.body.data.tenantId as string;
     // Lock the platform admin out: five wrong passwords.
-    for (let i = 0; i < 5; i++) await call(service.base, 'POST', '/auth/login', { tenantId: '000000', username: 'admin', password: 'wrong-password' });
+    for (let i = 0; i < 5; i++)
+      await call(service.base, 'POST', '/auth/login', { tenantId: '000000', username: 'admin', password: 'wrong-password' });
     expect((await call(service.base, 'POST', '/auth/login', { tenantId: '000000', username: 'admin', password: PASSWORD })).status).toBe(429);
 
     if (db.kind === 'embedded') {

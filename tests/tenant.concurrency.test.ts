@@ -115,8 +115,7 @@ describe('tenant concurrency', () => {
       const parent = await createTenant(as, {}, t.root);
       const create = () => as.post(BASE, tenantBody({ tenantParent: parent.tenantId }));
       const remove = () => as.delete(`${BASE}/${parent.id}`);
-      const [created, deleted] =
-        round % 4 < 2 ? await Promise.all([create(), remove()]) : (await Promise.all([remove(), create()])).reverse();
+      const [created, deleted] = round % 4 < 2 ? await Promise.all([create(), remove()]) : (await Promise.all([remove(), create()])).reverse();
       const refusedCreate = as === t.root ? 400 : 403;
       const pair = `${created!.status}/${deleted!.status}`;
       expect([`200/409`, `${refusedCreate}/200`]).toContain(pair);

@@ -166,7 +166,7 @@ describe('create', () => {
     await expectCreateRefused(tenantBody(patch), 400, field);
   });
 
-  it('tenantParent defaults to the caller\'s tenant', async () => {
+  it("tenantParent defaults to the caller's tenant", async () => {
     expect((await createTenant(root)).tenantParent).toBe('000000');
     const p = await provisionTenant(t, root);
     const child = await createTenant(p.admin);
@@ -399,7 +399,13 @@ describe('update', () => {
 
   it('is a full replacement: optional fields not sent return to their defaults; who and when are recorded', async () => {
     const before = await fullTenant();
-    const body = { id: before.id, tenantName: 'Renamed', companyName: uniq('Renamed Co'), contactUserName: 'Li Si', contactPhone: '+86 10 1234-5678' };
+    const body = {
+      id: before.id,
+      tenantName: 'Renamed',
+      companyName: uniq('Renamed Co'),
+      contactUserName: 'Li Si',
+      contactPhone: '+86 10 1234-5678',
+    };
     const res = await put(body);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ code: 200, msg: 'success', data: null });
@@ -912,7 +918,10 @@ describe('tenant lifecycle (DECISIONS §2)', () => {
     return readTenant(parent.admin, p.tenant.id);
   };
   const expectTokenRefused = async (c: Client, msg: RegExp) => {
-    const status = await eventually(() => tokenStatus(c), (s) => s === 401);
+    const status = await eventually(
+      () => tokenStatus(c),
+      (s) => s === 401,
+    );
     expect(status).toBe(401);
     const res = await c.get(`${BASE}/list`);
     expect(res.status).toBe(401);
@@ -978,7 +987,7 @@ describe('tenant lifecycle (DECISIONS §2)', () => {
     expect((await tenantRow(t, child.tenant.id))!.delFlag).toBe('2');
   });
 
-  it('a tenant\'s own admin cannot lift its own disable or expiry (its token is refused)', async () => {
+  it("a tenant's own admin cannot lift its own disable or expiry (its token is refused)", async () => {
     const child = await provisionTenant(t, parent.admin);
     const self = writable(child.tenant);
     expect((await put({ ...self, status: '0' }, child.admin)).status).toBe(403);

@@ -155,7 +155,11 @@ describe('create, read, update, delete', () => {
 
   it("refuses a tenantId other than the caller's (403) on create and update, and accepts its own", async () => {
     const b = await createTenantWithAdmin(t);
-    expectStatus(await b.admin.post('/system/user-api', { userName: uniqueName(), password: PASSWORD, roles: ['user'], tenantId: '000000' }), 403, /tenantId/);
+    expectStatus(
+      await b.admin.post('/system/user-api', { userName: uniqueName(), password: PASSWORD, roles: ['user'], tenantId: '000000' }),
+      403,
+      /tenantId/,
+    );
     expect(await liveCount(b.tenantId)).toBe(1);
     expect(await liveCount('000000')).toBeGreaterThan(0);
     const { userId, userName } = await createUser(b.admin, { tenantId: b.tenantId });

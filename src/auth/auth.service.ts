@@ -82,7 +82,16 @@ async function attemptLogin(sql: Sql, input: LoginInput, ttlSeconds: number, con
 
 export async function me(sql: Db, tenantId: string, userId: number) {
   const [row] = await sql<
-    { userId: number; userName: string; nickName: string; deptId: number | null; role: string; id: string; tenantName: string | null; companyName: string }[]
+    {
+      userId: number;
+      userName: string;
+      nickName: string;
+      deptId: number | null;
+      role: string;
+      id: string;
+      tenantName: string | null;
+      companyName: string;
+    }[]
   >`
     SELECT u.user_id AS "userId", u.user_name AS "userName", u.nick_name AS "nickName", u.dept_id AS "deptId", u.role,
            t.id::text AS id, t.tenant_name AS "tenantName", t.company_name AS "companyName"

@@ -10,11 +10,7 @@ import type { Database } from './database.js';
 /** One attempt's bound: a silent server must not use the whole start-up budget in one go. */
 const ATTEMPT_MS = 5_000;
 
-export async function waitForDatabase(
-  db: Database,
-  timeoutSeconds: number,
-  onRetry: (error: string, retryInMs: number) => void,
-): Promise<void> {
+export async function waitForDatabase(db: Database, timeoutSeconds: number, onRetry: (error: string, retryInMs: number) => void): Promise<void> {
   const until = performance.now() + timeoutSeconds * 1000;
   let delay = 250;
   for (;;) {

@@ -122,7 +122,13 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: 
     '/:id',
     {
       config: { permission: 'system:dept:query' },
-      schema: { operationId: 'getDept', summary: 'Get a department', tags, params: IdParam, response: responses(Type.Ref('Dept'), [400, ...AUTHED, 404]) },
+      schema: {
+        operationId: 'getDept',
+        summary: 'Get a department',
+        tags,
+        params: IdParam,
+        response: responses(Type.Ref('Dept'), [400, ...AUTHED, 404]),
+      },
     },
     async (request, reply) => {
       const id = parseId(request.params.id, 'Department');

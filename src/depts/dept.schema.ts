@@ -22,9 +22,21 @@ export const Dept = Type.Object(
     $id: 'Dept',
     examples: [
       {
-        deptId: 101, parentId: 100, ancestors: '0,100', deptName: 'Sales', orderNum: 1, leader: 'Li Lei', phone: '+86 10 5555 0101',
-        email: 'sales@example.com', status: '0', delFlag: '0', tenantId: '000000', createBy: 'admin', createTime: '2026-01-05 09:30:00',
-        updateBy: '', updateTime: null,
+        deptId: 101,
+        parentId: 100,
+        ancestors: '0,100',
+        deptName: 'Sales',
+        orderNum: 1,
+        leader: 'Li Lei',
+        phone: '+86 10 5555 0101',
+        email: 'sales@example.com',
+        status: '0',
+        delFlag: '0',
+        tenantId: '000000',
+        createBy: 'admin',
+        createTime: '2026-01-05 09:30:00',
+        updateBy: '',
+        updateTime: null,
       },
     ],
   },
@@ -62,10 +74,7 @@ export const DeptListQuery = Type.Object({
 
 export const DeptList = Type.Array(Type.Ref('Dept'));
 
-export const DeptNode = Type.Recursive(
-  (Node) => Type.Object({ ...Dept.properties, children: Type.Array(Node) }),
-  { $id: 'DeptNode' },
-);
+export const DeptNode = Type.Recursive((Node) => Type.Object({ ...Dept.properties, children: Type.Array(Node) }), { $id: 'DeptNode' });
 export const DeptTree = Type.Array(Type.Ref('DeptNode'));
 
 export type Dept = Static<typeof Dept>;

@@ -9,8 +9,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 
 /** Router-level errors, such as a path with a broken percent-escape (`/x/%E0%A4%A`). */
 export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  const msg =
-    error.code === 'FST_ERR_BAD_URL' ? 'The request path contains an invalid percent-escape' : 'The request could not be routed';
+  const msg = error.code === 'FST_ERR_BAD_URL' ? 'The request path contains an invalid percent-escape' : 'The request could not be routed';
   void reply.code(400).header('x-request-id', request.id).send({ code: 400, msg, data: null });
 }
 

@@ -15,11 +15,14 @@ export const REQUEST_DEADLINE_MS = 8_000;
 const deadlines = new WeakMap<FastifyRequest, { timer: NodeJS.Timeout; since: number; left: number }>();
 
 function arm(request: FastifyRequest, reply: FastifyReply, ms: number): void {
-  const timer = setTimeout(() => {
-    if (reply.sent) return;
-    request.log.warn('request deadline passed');
-    void reply.send(new AppError(503, 'No answer in time: the database is unavailable or overloaded; retry later'));
-  }, Math.max(ms, 0));
+  const timer = setTimeout(
+    () => {
+      if (reply.sent) return;
+      request.log.warn('request deadline passed');
+      void reply.send(new AppError(503, 'No answer in time: the database is unavailable or overloaded; retry later'));
+    },
+    Math.max(ms, 0),
+  );
   deadlines.set(request, { timer, since: performance.now(), left: ms });
 }
 

@@ -123,7 +123,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     transform: ({ schema, url, route }) => {
       const response = schema?.response as Record<string, Schema> | undefined;
       // A raw route (the audit stream) declares its 200 as sent, not inside the envelope.
-      const transformed = response?.['200'] && !route.config?.rawResponse ? { ...schema, response: { ...response, 200: successResponse(response['200']) } } : schema;
+      const transformed =
+        response?.['200'] && !route.config?.rawResponse ? { ...schema, response: { ...response, 200: successResponse(response['200']) } } : schema;
       // GET /{id} and DELETE /{ids} are one path to a client: the document
       // names DELETE's parameter `id` too, so the templates do not collide.
       // The wire is positional, so the handler's own name does not matter.

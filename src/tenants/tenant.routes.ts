@@ -73,7 +73,13 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
     '/:id',
     {
       config: { permission: 'system:tenant:query' },
-      schema: { operationId: 'getTenant', summary: 'Get a tenant', tags, params: IdParam, response: responses(Type.Ref('Tenant'), [400, ...AUTHED, 404]) },
+      schema: {
+        operationId: 'getTenant',
+        summary: 'Get a tenant',
+        tags,
+        params: IdParam,
+        response: responses(Type.Ref('Tenant'), [400, ...AUTHED, 404]),
+      },
     },
     async (request, reply) => {
       const tenant = await getTenant(sql, request.caller, request.params.id);

@@ -9,38 +9,47 @@ const Quota = Type.Integer({ minimum: 0, maximum: INT4_MAX, description: 'Defaul
 const Rule = Nullable(Type.String({ maxLength: 2000, description: 'null when not configured' }));
 const NonBlank = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '\\S' });
 
-export const PackageBo = Type.Object({
-  menuIds: Type.String({
-    // Bounded by the 1 MiB body limit, not tighter: 10,000 ids of up to 19
-    // digits written "1, 2, 3" (spaces allowed) exceed 200,000 characters and
-    // were refused; the 10,000-id limit is checked in normaliseMenuIds.
-    maxLength: BODY_LIMIT_BYTES,
-    description: 'Positive integers separated by commas, spaces allowed; returned normalised ("1,2,3", duplicates dropped, order kept)',
-  }),
-}, { $id: 'PackageBo' });
+export const PackageBo = Type.Object(
+  {
+    menuIds: Type.String({
+      // Bounded by the 1 MiB body limit, not tighter: 10,000 ids of up to 19
+      // digits written "1, 2, 3" (spaces allowed) exceed 200,000 characters and
+      // were refused; the 10,000-id limit is checked in normaliseMenuIds.
+      maxLength: BODY_LIMIT_BYTES,
+      description: 'Positive integers separated by commas, spaces allowed; returned normalised ("1,2,3", duplicates dropped, order kept)',
+    }),
+  },
+  { $id: 'PackageBo' },
+);
 
-export const QuotaBo = Type.Object({
-  enterpriseQuery: Quota,
-  annualReportQuery: Quota,
-  chainReport: Quota,
-  businessReport: Quota,
-  riskReport: Quota,
-  merchant: Quota,
-  riskReportUsed: Quota,
-  zr: Quota,
-  credit: Quota,
-  pf: Quota,
-}, { $id: 'QuotaBo' });
+export const QuotaBo = Type.Object(
+  {
+    enterpriseQuery: Quota,
+    annualReportQuery: Quota,
+    chainReport: Quota,
+    businessReport: Quota,
+    riskReport: Quota,
+    merchant: Quota,
+    riskReportUsed: Quota,
+    zr: Quota,
+    credit: Quota,
+    pf: Quota,
+  },
+  { $id: 'QuotaBo' },
+);
 
-export const RuleBo = Type.Object({
-  modelZr: Rule,
-  modelPf: Rule,
-  modelEd: Rule,
-  catalogZr: Rule,
-  catalogPf: Rule,
-  catalogEd: Rule,
-  catalogRw: Rule,
-}, { $id: 'RuleBo' });
+export const RuleBo = Type.Object(
+  {
+    modelZr: Rule,
+    modelPf: Rule,
+    modelEd: Rule,
+    catalogZr: Rule,
+    catalogPf: Rule,
+    catalogEd: Rule,
+    catalogRw: Rule,
+  },
+  { $id: 'RuleBo' },
+);
 
 /** TenantDTO as read: every field, with packageBo, quotaBo and ruleBo always present. */
 export const Tenant = Type.Object(
@@ -78,33 +87,47 @@ const optional = Type.Object({
 const required = Type.Pick(Tenant, ['tenantName', 'companyName', 'contactUserName', 'contactPhone']);
 
 /** POST body: a child tenant. With username and password, its first admin is provisioned too. */
-export const TenantCreate = Type.Composite([
-  required,
-  optional,
-  Type.Object({
-    tenantParent: Type.Optional(Code),
-    username: Type.Optional(
-      Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: '^\\S+$', writeOnly: true, description: 'Write-only: the new tenant\'s admin' }),
-    ),
-    password: Type.Optional(Type.String({ minLength: 8, maxLength: 128, writeOnly: true, description: 'Write-only' })),
-  }),
-], {
-  $id: 'TenantCreate',
-  examples: [
-    {
-      tenantName: 'Acme', companyName: 'Acme Trading Ltd', contactUserName: 'Han Meimei', contactPhone: '+86 21 5555 0100',
-      startTime: '2026-01-01', endTime: '2026-12-31', accountCount: 50, packageBo: { menuIds: '1,2,3' }, username: 'acme-admin', password: 'a-long-secret',
-    },
+export const TenantCreate = Type.Composite(
+  [
+    required,
+    optional,
+    Type.Object({
+      tenantParent: Type.Optional(Code),
+      username: Type.Optional(
+        Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: '^\\S+$', writeOnly: true, description: "Write-only: the new tenant's admin" }),
+      ),
+      password: Type.Optional(Type.String({ minLength: 8, maxLength: 128, writeOnly: true, description: 'Write-only' })),
+    }),
   ],
-});
+  {
+    $id: 'TenantCreate',
+    examples: [
+      {
+        tenantName: 'Acme',
+        companyName: 'Acme Trading Ltd',
+        contactUserName: 'Han Meimei',
+        contactPhone: '+86 21 5555 0100',
+        startTime: '2026-01-01',
+        endTime: '2026-12-31',
+        accountCount: 50,
+        packageBo: { menuIds: '1,2,3' },
+        username: 'acme-admin',
+        password: 'a-long-secret',
+      },
+    ],
+  },
+);
 
 /** PUT body: the full TenantDTO; tenantId and tenantParent may be repeated but never changed. */
-export const TenantUpdate = Type.Composite([
-  Type.Object({ id: Type.String({ pattern: '^[0-9]{1,19}$' }) }),
-  required,
-  optional,
-  Type.Object({ tenantId: Type.Optional(Code), tenantParent: Type.Optional(Nullable(Code)) }),
-], { $id: 'TenantUpdate' });
+export const TenantUpdate = Type.Composite(
+  [
+    Type.Object({ id: Type.String({ pattern: '^[0-9]{1,19}$' }) }),
+    required,
+    optional,
+    Type.Object({ tenantId: Type.Optional(Code), tenantParent: Type.Optional(Nullable(Code)) }),
+  ],
+  { $id: 'TenantUpdate' },
+);
 
 export const TenantListQuery = Type.Object({
   tenantName: Type.Optional(Type.String({ maxLength: 50, description: 'Substring match' })),

@@ -310,5 +310,7 @@ export async function deleteTenant(tx: Tx, caller: Caller & Actor, id: string, i
     UPDATE sys_tenant t SET del_flag = '2', update_by = ${caller.userName}, update_time = now() WHERE id = ${id}::bigint
     RETURNING ${IMAGE(tx)}`;
   await revokeTenantSubtreeSessions(tx, target.tenantId);
-  await recordAudit(tx, caller, [{ action: 'tenant.delete', entityType: 'tenant', entityId: id, tenantId: target.tenantId, changes: values(deleted!.image) }]);
+  await recordAudit(tx, caller, [
+    { action: 'tenant.delete', entityType: 'tenant', entityId: id, tenantId: target.tenantId, changes: values(deleted!.image) },
+  ]);
 }

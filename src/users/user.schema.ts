@@ -10,7 +10,7 @@ export const User = Type.Object(
     userId: EntityId,
     tenantId: Type.String(),
     deptId: Nullable(EntityId),
-    userName: Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: '^\\S+$', description: 'Unique among the tenant\'s live users' }),
+    userName: Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: '^\\S+$', description: "Unique among the tenant's live users" }),
     nickName: Type.String({ maxLength: NAME_MAX }),
     email: Nullable(Email),
     phonenumber: Nullable(Phone),
@@ -35,18 +35,16 @@ const optional = Type.Object({
 });
 const Roles = Type.Array(AssignableRole, { minItems: 1, maxItems: 1, description: '["admin"] or ["user"]' });
 
-export const UserCreate = Type.Composite([
-  Type.Pick(User, ['userName']),
-  Type.Object({ roles: Roles, password: Password }),
-  optional,
-], { $id: 'UserCreate', examples: [{ userName: 'li.lei', nickName: 'Li Lei', password: 'a-long-secret', roles: ['user'], deptId: 101 }] });
+export const UserCreate = Type.Composite([Type.Pick(User, ['userName']), Type.Object({ roles: Roles, password: Password }), optional], {
+  $id: 'UserCreate',
+  examples: [{ userName: 'li.lei', nickName: 'Li Lei', password: 'a-long-secret', roles: ['user'], deptId: 101 }],
+});
 
 /** Full replacement; the password changes only when sent, and then every token of the user is revoked. */
-export const UserUpdate = Type.Composite([
-  Type.Pick(User, ['userId', 'userName']),
-  Type.Object({ roles: Roles, password: Type.Optional(Password) }),
-  optional,
-], { $id: 'UserUpdate' });
+export const UserUpdate = Type.Composite(
+  [Type.Pick(User, ['userId', 'userName']), Type.Object({ roles: Roles, password: Type.Optional(Password) }), optional],
+  { $id: 'UserUpdate' },
+);
 
 export const UserListQuery = Type.Object({
   deptId: Type.Optional(EntityId),

@@ -13,7 +13,19 @@ import { inject } from 'vitest';
 const ROOT = join(import.meta.dirname, '..', '..');
 
 /** Variables of the parent's environment that must not leak into a spawned service. */
-const OURS = ['DATABASE_URL', 'DATA_DIR', 'ADMIN_PASSWORD', 'JWT_SECRET', 'PORT', 'HOST', 'LOG_LEVEL', 'TOKEN_TTL', 'DB_START_TIMEOUT', 'SHUTDOWN_TIMEOUT', 'NEW_PASSWORD'];
+const OURS = [
+  'DATABASE_URL',
+  'DATA_DIR',
+  'ADMIN_PASSWORD',
+  'JWT_SECRET',
+  'PORT',
+  'HOST',
+  'LOG_LEVEL',
+  'TOKEN_TTL',
+  'DB_START_TIMEOUT',
+  'SHUTDOWN_TIMEOUT',
+  'NEW_PASSWORD',
+];
 
 export interface ServiceDatabase {
   kind: 'postgresql' | 'embedded';
@@ -60,7 +72,11 @@ export interface Run {
 export function run(script: string, env: Record<string, string>, args: string[] = []): Run {
   const clean = { ...process.env };
   for (const name of OURS) delete clean[name];
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT, env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+    cwd: ROOT,
+    env: { ...clean, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout!.on('data', (d) => (output += d));
   child.stderr!.on('data', (d) => (output += d));
