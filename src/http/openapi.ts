@@ -122,9 +122,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     transformObject: (documentObject) => describeFailures((documentObject as { openapiObject: never }).openapiObject),
     transform: ({ schema, url, route }) => {
       const response = schema?.response as Record<string, Schema> | undefined;
-      // A raw route (the audit stream) declares its 200 as sent, not inside the envelope.
-      const transformed =
-        response?.['200'] && !route.config?.rawResponse ? { ...schema, response: { ...response, 200: successResponse(response['200']) } } : schema;
+      // A 200 that declares its own content (the audit stream's text/event-stream) is documented as sent;
+      // every other 200 travels inside the envelope, also where the route writes the envelope itself (list, tree).
+      const ownContent = response?.['200'] !== undefined && 'content' in response['200'];
+      const transformed = response?.['200'] && !ownContent ? { ...schema, response: { ...response, 200: successResponse(response['200']) } } : schema;
       // GET /{id} and DELETE /{ids} are one path to a client: the document
       // names DELETE's parameter `id` too, so the templates do not collide.
       // The wire is positional, so the handler's own name does not matter.
