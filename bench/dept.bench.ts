@@ -169,7 +169,19 @@ const run = async () => {
   await (mode === 'load' ? harness.load() : harness.big());
 };
 
-run().catch((err) => {
-  console.error(err);
-  process.exit(1);
+// A run whose event loop empties before it finishes (a promise nothing keeps
+// alive) would otherwise end with code 0 and no figures: make that a failure.
+let finished = false;
+process.on('exit', (code) => {
+  if (!finished && code === 0) {
+    console.error('bench: ended before it finished (the event loop emptied); no figures');
+    process.exitCode = 1;
+  }
 });
+
+run()
+  .then(() => (finished = true))
+  .catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });

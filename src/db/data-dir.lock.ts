@@ -68,6 +68,9 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
       releasing = true;
       if (helper.exitCode !== null) return;
       const exited = new Promise((r) => helper.once('exit', r));
+      // Unreferenced, the helper would let the event loop empty while we wait
+      // for it, and Node would exit (code 0) in the middle of a close.
+      helper.ref();
       helper.stdin.end();
       await exited;
     },
