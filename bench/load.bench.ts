@@ -28,6 +28,7 @@ const SHORT = process.env.BENCH_SHORT === '1';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (SHORT ? 1 : 4));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? (SHORT ? 2 : 8));
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? (SHORT ? 10 : 50));
+const RATE = Number(process.env.BENCH_RATE ?? 0);
 const DEPTS = Number(process.env.BENCH_DEPTS ?? 1_000);
 const BIG = Number(process.env.BENCH_BIG ?? (SHORT ? 2_000 : 100_000));
 // Two free ports from BENCH_PORT (19400) up, so two runs on one machine never answer each other.
@@ -246,7 +247,16 @@ const median = (xs: number[]) => {
 
 // ---------------------------------------------------------------- load
 
-async function cannon(port: number, path: string, headers: Record<string, string>, seconds = SECONDS) {
+/** CPU time (ms, user + system) `pid` has used so far; 0 where /proc is not there. */
+async function cpuMs(pid: number | undefined): Promise<number> {
+  const text = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th, in clock ticks (100/s).
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) * 10;
+}
+
+async function cannon(port: number, path: string, headers: Record<string, string>, seconds = SECONDS, pid?: number) {
+  const cpuBefore = await cpuMs(pid);
   const result = await autocannon({
     url: `http://127.0.0.1:${port}${path}`,
     headers,
@@ -254,10 +264,14 @@ async function cannon(port: number, path: string, headers: Record<string, string
     duration: seconds,
     // Bounded in requests as well as time.
     maxOverallRequests: 20_000 * seconds,
+    // BENCH_RATE: a fixed offered load (req/s) instead of as fast as possible; CPU per request is steadiest there.
+    ...(RATE > 0 ? { overallRate: RATE } : {}),
   });
   const failed = result.non2xx + result.errors + result.timeouts;
   if (failed > 0) throw new Error(`GET ${path} on ${port}: ${failed} failed requests`);
-  return { rps: result.requests.average, p99: result.latency.p99 };
+  // What one request costs the server process in CPU: the figure the machine's load moves least.
+  const cpuUs = (((await cpuMs(pid)) - cpuBefore) * 1000) / Math.max(result.requests.total, 1);
+  return { rps: result.requests.average, p99: result.latency.p99, cpuUs };
 }
 
 export async function load(): Promise<void> {
@@ -292,14 +306,14 @@ export async function load(): Promise<void> {
       await cannon(BASELINE_PORT, target.baseline, headers, Math.min(2, SECONDS));
       for (let round = 0; round < ROUNDS; round++) {
         const order = round % 2 === 0 ? ['service', 'baseline'] : ['baseline', 'service'];
-        const figures: Record<string, { rps: number; p99: number }> = {};
+        const figures: Record<string, { rps: number; p99: number; cpuUs: number }> = {};
         for (const who of order) {
           if (who === 'service') {
-            const { result, peak } = await peakRss(service.proc.pid!, () => cannon(SERVICE_PORT, target.service, headers));
+            const { result, peak } = await peakRss(service.proc.pid!, () => cannon(SERVICE_PORT, target.service, headers, SECONDS, service.proc.pid));
             figures.service = result;
             rssPeak = Math.max(rssPeak, peak);
           } else {
-            figures.baseline = await cannon(BASELINE_PORT, target.baseline, headers);
+            figures.baseline = await cannon(BASELINE_PORT, target.baseline, headers, SECONDS, baseline.proc.pid);
           }
         }
         const s = figures.service!;
@@ -308,7 +322,8 @@ export async function load(): Promise<void> {
         p99Ratios.push(s.p99 / b.p99);
         console.log(
           `${target.label.padEnd(28)} round ${round + 1}: service ${fmt(s.rps)} req/s p99 ${s.p99} ms | ` +
-            `baseline ${fmt(b.rps)} req/s p99 ${b.p99} ms | ratio ${fmt(s.rps / b.rps, 2)}x, p99 ${fmt(s.p99 / b.p99, 2)}x`,
+            `baseline ${fmt(b.rps)} req/s p99 ${b.p99} ms | ratio ${fmt(s.rps / b.rps, 2)}x, p99 ${fmt(s.p99 / b.p99, 2)}x | ` +
+            `CPU per request ${fmt(s.cpuUs)} vs ${fmt(b.cpuUs)} µs`,
         );
       }
       console.log(
@@ -317,7 +332,6 @@ export async function load(): Promise<void> {
       );
     }
     console.log(`service rss: peak ${fmt(rssPeak)} MiB under load, ${fmt(await status(service.proc.pid!, 'VmRSS'))} MiB after`);
-    void baseline;
   } finally {
     await stopAll();
     await prepared.cleanup();

@@ -1,4 +1,5 @@
 import { get } from 'node:http';
+import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
@@ -29,6 +30,11 @@ beforeAll(async () => {
     await new Promise((r) => setTimeout(r, DEADLINE_MS * 4));
     return { late: true };
   });
+  app.post('/test/echo', { config: { public: true } }, async (request) => request.body);
+  app.post('/test/slow-after-body', { config: { public: true } }, async () => {
+    await new Promise((r) => setTimeout(r, DEADLINE_MS * 4));
+    return { late: true };
+  });
   app.get('/test/slow-stream', { config: { public: true, longLived: true } }, async () => {
     await new Promise((r) => setTimeout(r, DEADLINE_MS * 4));
     return { late: true };
@@ -53,6 +59,26 @@ describe('request deadline', () => {
     const res = await app.inject({ method: 'GET', url: '/test/slow' });
     expect(res.statusCode).toBe(503);
     expect(res.json()).toMatchObject({ code: 503, data: null });
+    expect(performance.now() - started).toBeLessThan(DEADLINE_MS * 4);
+  });
+
+  it('does not count the time the client takes to send its body', async () => {
+    const body = Readable.from(
+      (async function* () {
+        yield '{"half":';
+        await new Promise((r) => setTimeout(r, DEADLINE_MS * 2));
+        yield '"done"}';
+      })(),
+    );
+    const res = await app.inject({ method: 'POST', url: '/test/echo', headers: { 'content-type': 'application/json' }, payload: body });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().data).toEqual({ half: 'done' });
+  });
+
+  it('still answers 503 when the handler is slow after a body', async () => {
+    const started = performance.now();
+    const res = await app.inject({ method: 'POST', url: '/test/slow-after-body', payload: { any: 1 } });
+    expect(res.statusCode).toBe(503);
     expect(performance.now() - started).toBeLessThan(DEADLINE_MS * 4);
   });
 

@@ -30,7 +30,8 @@ describe('logging', () => {
     await app.close();
 
     expect(log).toContain('"reqId"');
-    expect(log.split('\n').length).toBeGreaterThan(10);
+    // Each of the six requests is logged once it is answered, refused ones included.
+    expect(log.match(/"msg":"request completed"/g)).toHaveLength(6);
     for (const secret of [ADMIN_PASSWORD, 'user-secret-pw-1', 'pw2shrt', 'wrong-password-9', token, token.split('.')[2]!]) {
       expect(log).not.toContain(secret);
     }
@@ -62,6 +63,24 @@ describe('log shape', () => {
     expect(refused[0]).toMatchObject({ level: 30, status: 401, reason: 'Missing Authorization header; send "Bearer <access_token>"' });
     expect(refused[1]).toMatchObject({ level: 30, status: 401 });
     expect(refused[0].reqId).toBeTruthy();
+  });
+
+  it('an answered request is one line, with method, URL, client, status and time', async () => {
+    const { app, lines } = await loggedApp('info');
+    await new Client(app, t.root.token).get('/system/dept-api/list?status=0');
+    await app.close();
+
+    const entries = lines().map((line) => JSON.parse(line));
+    const ours = entries.filter((entry) => entry.req?.url === '/system/dept-api/list?status=0');
+    expect(ours).toHaveLength(1);
+    expect(ours[0]).toMatchObject({
+      level: 30,
+      msg: 'request completed',
+      req: { method: 'GET', remoteAddress: expect.any(String) },
+      res: { statusCode: 200 },
+    });
+    expect(ours[0].responseTime).toBeGreaterThan(0);
+    expect(entries.filter((entry) => entry.msg === 'incoming request')).toHaveLength(0);
   });
 
   it('health probes are not logged at info; other requests are', async () => {

@@ -45,8 +45,9 @@ export const auditPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; aud
   app.decorate('auditStreams', streams);
 
   // Records are written with no position; give them one once the request's transaction has committed.
-  app.addHook('onResponse', async (request) => {
+  app.addHook('onResponse', (request, _reply, done) => {
     if (request.method !== 'GET' && request.method !== 'HEAD' && auditSwitch.enabled) feed.kick();
+    done();
   });
 
   const retentionDays = options.retentionDays ?? 365;

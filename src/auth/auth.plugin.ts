@@ -75,6 +75,14 @@ export function isSuperadmin(caller: Caller): boolean {
 
 const BEARER = /^Bearer [A-Za-z0-9._~+/-]+=*$/i;
 
+type Principal = NonNullable<Awaited<ReturnType<typeof findSession>>>;
+/** What the session cache keeps per token: its verified claims, until when they hold, and the session found. */
+interface Checked {
+  claims: TokenClaims;
+  expires: number;
+  principal: Principal;
+}
+
 /**
  * Authentication and permission for every route not marked `public`:
  * the JWT is verified, then its session, user and tenant are read from the
@@ -86,7 +94,7 @@ const BEARER = /^Bearer [A-Za-z0-9._~+/-]+=*$/i;
 export const authPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; secret: string; tokenTtl: number; sessionCacheMs?: number }) => {
   await app.register(fastifyJwt, { secret: opts.secret, sign: { expiresIn: opts.tokenTtl } });
   app.decorateRequest('caller', null as unknown as Caller);
-  const sessions = createSessionCache<Awaited<ReturnType<typeof findSession>>>(opts.sessionCacheMs);
+  const sessions = createSessionCache<Checked>(opts.sessionCacheMs);
   app.decorate('sessionCache', sessions as SessionCache<unknown>);
   // onSend runs before the response leaves, so the client's next request already misses the cache.
   // A callback hook, not an async one: it runs on every response and needs no promise.
@@ -95,40 +103,75 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; secr
     done(null, payload);
   });
 
-  async function authenticate(request: FastifyRequest): Promise<Caller> {
+  /** The bearer token of the request; AppError 401 when there is none. */
+  function bearerToken(request: FastifyRequest): string {
     const header = request.headers.authorization;
     if (header === undefined) throw new AppError(401, 'Missing Authorization header; send "Bearer <access_token>"');
     if (!BEARER.test(header)) throw new AppError(401, 'Malformed Authorization header; expected "Bearer <access_token>"');
+    return header.slice('Bearer '.length);
+  }
+
+  /** The token's claims once its signature and expiry are verified; AppError 401 otherwise. */
+  function verifiedClaims(token: string): TokenClaims {
     let claims: TokenClaims;
     try {
-      claims = await request.jwtVerify<TokenClaims>();
+      claims = app.jwt.verify<TokenClaims>(token);
     } catch (err) {
-      const expired = (err as { code?: string }).code === 'FST_JWT_AUTHORIZATION_TOKEN_EXPIRED';
+      const expired = (err as { code?: string }).code === 'FAST_JWT_EXPIRED';
       throw new AppError(401, expired ? 'Access token has expired; log in again' : 'Access token is invalid');
     }
     if (typeof claims.tid !== 'string' || typeof claims.sid !== 'string') throw new AppError(401, 'Access token is invalid');
-    // findSession judges the service periods against today: a new day is a new key, so expiry is never cached across midnight.
-    const principal = await sessions.get(`${today()}:${claims.tid}:${claims.sid}`, () => findSession(opts.sql, claims.tid, claims.sid));
-    if (!principal) throw new AppError(401, 'Access token has been revoked or has expired; log in again');
+    return claims;
+  }
+
+  /** Admits the caller behind a found (or missing) session and checks the route's permission; the refusal otherwise. */
+  function admit(request: FastifyRequest, claims: TokenClaims, principal: Principal | undefined): AppError | undefined {
+    if (!principal) return new AppError(401, 'Access token has been revoked or has expired; log in again');
     const problem = accountProblem(principal);
-    if (problem) throw new AppError(401, `Access token refused: ${problem}`);
-    if (principal.revoked) throw new AppError(401, 'Access token has been revoked or has expired; log in again');
-    return {
+    if (problem) return new AppError(401, `Access token refused: ${problem}`);
+    if (principal.revoked) return new AppError(401, 'Access token has been revoked or has expired; log in again');
+    request.caller = {
       tenantId: principal.tenantId,
       userId: principal.userId,
       userName: principal.userName,
       role: principal.role,
       sessionId: claims.sid,
     };
+    const needed = request.routeOptions.config?.permission;
+    if (needed && !PERMISSIONS[principal.role].includes(needed)) {
+      return new AppError(403, `Your role "${principal.role}" lacks the permission ${needed}`);
+    }
+    return undefined;
   }
 
-  app.addHook('onRequest', async (request) => {
-    const config = request.routeOptions.config;
-    if (request.is404 || config?.public) return;
-    request.caller = await authenticate(request);
-    const needed = config?.permission;
-    if (needed && !PERMISSIONS[request.caller.role].includes(needed)) {
-      throw new AppError(403, `Your role "${request.caller.role}" lacks the permission ${needed}`);
+  // A callback hook run on every request. The cache is keyed by the token itself, so a token seen in the last
+  // seconds costs one lookup: no signature check (its expiry is still checked), no promise, no database read.
+  // findSession judges the service periods against today: a new day is a new key, so expiry is never cached across midnight.
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (request.is404 || request.routeOptions.config?.public) return done();
+    let token: string;
+    try {
+      token = bearerToken(request);
+    } catch (err) {
+      return done(err as AppError);
     }
+    const key = `${today()}:${token}`;
+    const cached = sessions.peek(key);
+    if (cached !== undefined && cached.expires > Date.now()) return done(admit(request, cached.claims, cached.principal));
+    let claims: TokenClaims;
+    try {
+      claims = verifiedClaims(token);
+    } catch (err) {
+      return done(err as AppError);
+    }
+    sessions
+      .get(key, async () => {
+        const principal = await findSession(opts.sql, claims.tid, claims.sid);
+        return principal && { claims, principal, expires: (claims as { exp?: number }).exp! * 1000 };
+      })
+      .then(
+        (checked) => done(admit(request, claims, checked?.principal)),
+        (err: Error) => done(err),
+      );
   });
 });

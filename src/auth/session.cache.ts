@@ -10,6 +10,8 @@
 export interface SessionCache<T> {
   /** The cached value for `key`, or `load()`'s; concurrent misses of one key share one load. */
   get(key: string, load: () => Promise<T | undefined>): Promise<T | undefined>;
+  /** The cached value for `key` when there is a live one; no load. */
+  peek(key: string): T | undefined;
   /** Forgets everything, including loads already in flight. */
   clear(): void;
 }
@@ -51,6 +53,10 @@ export function createSessionCache<T>(ttlMs = SESSION_CACHE_MS, now: () => numbe
       );
       loading.set(key, promise);
       return promise;
+    },
+    peek(key) {
+      const entry = entries.get(key);
+      return entry && entry.expires > now() ? entry.value : undefined;
     },
     clear() {
       generation++;

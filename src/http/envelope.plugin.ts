@@ -18,15 +18,17 @@ declare module 'fastify' {
 export const envelopePlugin = fp(async (app: FastifyInstance) => {
   app.addSchema(ErrorEnvelope);
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback hooks: they run on every request and need no promise.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
 
-  app.addHook('onSend', async (request, reply, payload) => {
-    if (reply.statusCode !== 200 || request.routeOptions.config?.rawResponse) return payload;
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (reply.statusCode !== 200 || request.routeOptions.config?.rawResponse) return done(null, payload);
     reply.header('content-type', 'application/json; charset=utf-8');
     const data = payload === undefined || payload === null || payload === '' ? 'null' : String(payload);
-    return `{"code":200,"msg":"success","data":${data}}`;
+    done(null, `{"code":200,"msg":"success","data":${data}}`);
   });
 
   app.setNotFoundHandler(async (request, reply) => {

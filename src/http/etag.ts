@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import { assert } from './app.error.js';
 
@@ -17,7 +17,8 @@ import { assert } from './app.error.js';
  * Without If-Match a write behaves as before (RuoYi clients do not send it).
  */
 export function etagOf(record: object): string {
-  return `"${createHash('sha256').update(JSON.stringify(record)).digest('base64url').slice(0, 32)}"`;
+  // crypto.hash: the one-shot form, without a Hash object per call (it runs on every GET by id).
+  return `"${hash('sha256', JSON.stringify(record), 'base64url').slice(0, 32)}"`;
 }
 
 export function ifMatchOf(request: FastifyRequest): string | undefined {

@@ -145,7 +145,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         ...route.config,
         public: true,
         rawResponse: true,
-        helmet: { contentSecurityPolicy: { useDefaults: false, directives: DOCS_CSP } },
+        contentSecurityPolicy: DOCS_CSP,
       };
     }
   });

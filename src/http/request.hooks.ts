@@ -15,9 +15,12 @@ export function requestId(request: RawRequestDefaultExpression): string {
  * dropped before validation instead of failing as an invalid number or status.
  */
 export function dropEmptyQueryValues(app: FastifyInstance): void {
-  app.addHook('preValidation', async (request) => {
+  // A callback hook that leaves at once without a query string: it runs on every request.
+  app.addHook('preValidation', (request, _reply, done) => {
     const query = request.query as Record<string, unknown> | undefined;
-    if (!query || typeof query !== 'object') return;
-    for (const [key, value] of Object.entries(query)) if (value === '') delete query[key];
+    if (query && typeof query === 'object' && request.url.includes('?')) {
+      for (const key of Object.keys(query)) if (query[key] === '') delete query[key];
+    }
+    done();
   });
 }

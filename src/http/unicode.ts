@@ -82,8 +82,9 @@ export function invalidQuery(url: string): string | null {
 
 /** Refuses (400) a request whose query string carries invalid text, before validation sees the replaced characters. */
 export function refuseInvalidQueryText(app: FastifyInstance): void {
-  app.addHook('preValidation', async (request) => {
+  // A callback hook (it runs on every request); invalidQuery returns at once without a query string.
+  app.addHook('preValidation', (request, _reply, done) => {
     const problem = invalidQuery(request.raw.url ?? '');
-    if (problem) throw new AppError(400, `Invalid input: ${problem}`);
+    done(problem ? new AppError(400, `Invalid input: ${problem}`) : undefined);
   });
 }
