@@ -218,7 +218,8 @@ async function startBoth(prepared: Prepared) {
   await pickPorts();
   // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the service.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const service = start('service', [...nodeArgs, 'dist/main.js'], SERVICE_PORT, prepared.serviceEnv);
+  // As npm start and the image run it (the young generation capped at 8 MiB per semi-space; see Dockerfile).
+  const service = start('service', ['--max-semi-space-size=8', ...nodeArgs, 'dist/main.js'], SERVICE_PORT, prepared.serviceEnv);
   const baseline = start('baseline', ['--import', 'tsx', 'bench/baseline.server.ts'], BASELINE_PORT, prepared.baselineEnv);
   await Promise.all([waitReady(service, '/readyz'), waitReady(baseline, '/system/dept-api/list')]);
   const login = await fetch(`http://127.0.0.1:${SERVICE_PORT}/auth/login`, {
@@ -298,6 +299,7 @@ export async function load(): Promise<void> {
     );
 
     let rssPeak = 0;
+    let baselinePeak = 0;
     for (const target of targets) {
       const ratios: number[] = [];
       const p99Ratios: number[] = [];
@@ -313,7 +315,11 @@ export async function load(): Promise<void> {
             figures.service = result;
             rssPeak = Math.max(rssPeak, peak);
           } else {
-            figures.baseline = await cannon(BASELINE_PORT, target.baseline, headers, SECONDS, baseline.proc.pid);
+            const { result, peak } = await peakRss(baseline.proc.pid!, () =>
+              cannon(BASELINE_PORT, target.baseline, headers, SECONDS, baseline.proc.pid),
+            );
+            figures.baseline = result;
+            baselinePeak = Math.max(baselinePeak, peak);
           }
         }
         const s = figures.service!;
@@ -331,7 +337,10 @@ export async function load(): Promise<void> {
           `${fmt(median(p99Ratios), 2)}x p99`,
       );
     }
-    console.log(`service rss: peak ${fmt(rssPeak)} MiB under load, ${fmt(await status(service.proc.pid!, 'VmRSS'))} MiB after`);
+    console.log(
+      `service rss: peak ${fmt(rssPeak)} MiB under load, ${fmt(await status(service.proc.pid!, 'VmRSS'))} MiB after | ` +
+        `baseline rss: peak ${fmt(baselinePeak)} MiB under load`,
+    );
   } finally {
     await stopAll();
     await prepared.cleanup();

@@ -119,6 +119,15 @@ describe('two app instances on one database', () => {
   });
 });
 
+// What the routes answered before the chart cache: rows in schema field order, serialised whole.
+const ordered = (d: object): object =>
+  Object.fromEntries(
+    [...Object.keys(Dept.properties), 'children']
+      .filter((k) => k in d)
+      .map((k) => [k, k === 'children' ? (d as { children: object[] }).children.map(ordered) : (d as Record<string, unknown>)[k]]),
+  );
+const envelope = (data: unknown) => `{"code":200,"msg":"success","data":${JSON.stringify(data)}}`;
+
 describe('serialisation', () => {
   it('is byte for byte what the schema serializer produced from listDepts and toTree', async () => {
     // Escapes, non-ASCII, nulls, set update times, order by orderNum then id, a 40-deep chain.
@@ -129,15 +138,7 @@ describe('serialisation', () => {
     let parent = top;
     for (let i = 0; i < 40; i++) parent = await create({ deptName: `Level ${i}`, parentId: parent });
 
-    // What the routes answered before the chart cache: rows in schema field order, serialised whole.
-    const ordered = (d: object): object =>
-      Object.fromEntries(
-        [...Object.keys(Dept.properties), 'children']
-          .filter((k) => k in d)
-          .map((k) => [k, k === 'children' ? (d as { children: object[] }).children.map(ordered) : (d as Record<string, unknown>)[k]]),
-      );
     const rows = await listDepts(t.sql, tenantId, {});
-    const envelope = (data: unknown) => `{"code":200,"msg":"success","data":${JSON.stringify(data)}}`;
     expect((await read(t.app, '/system/dept-api/list')).body).toBe(envelope(rows.map(ordered)));
     expect((await read(t.app, '/system/dept-api/tree')).body).toBe(envelope(toTree(rows).map(ordered)));
     const filtered = await listDepts(t.sql, tenantId, { deptName: 'e', status: '0', parentId: top });
@@ -146,10 +147,42 @@ describe('serialisation', () => {
   });
 });
 
+describe('a chart of over 1 MiB', () => {
+  it('is streamed in chunks with its length, nested and ordered exactly as listDepts and toTree say', async () => {
+    const big = await createTenantWithAdmin(t);
+    // Written directly (as another program might): three more roots, 60 divisions under each root, 25 teams
+    // under each division, order numbers that tie and repeat, so ids break the ties.
+    await t.sql`
+      INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, order_num, create_by)
+      SELECT ${big.tenantId}, 0, '0', 'Root ' || g, (g * 7) % 3, 'test' FROM generate_series(1, 3) g`;
+    await t.sql`
+      INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, order_num, leader, create_by)
+      SELECT ${big.tenantId}, r.dept_id, '0,' || r.dept_id, 'Division ' || g || ' ✓', (g * 37) % 11, CASE WHEN g % 2 = 0 THEN 'L"' || g END, 'test'
+      FROM sys_dept r, generate_series(1, 60) g WHERE r.tenant_id = ${big.tenantId} AND r.parent_id = 0`;
+    await t.sql`
+      INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, order_num, create_by)
+      SELECT ${big.tenantId}, d.dept_id, d.ancestors || ',' || d.dept_id, 'Team ' || g, g % 4, 'test'
+      FROM sys_dept d, generate_series(1, 25) g WHERE d.tenant_id = ${big.tenantId} AND d.parent_id <> 0`;
+    const rows = await listDepts(t.sql, big.tenantId, {});
+    expect(rows.length).toBeGreaterThan(6_000);
+    const read = (url: string) => t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${big.admin.token}` } });
+
+    const tree = await read('/system/dept-api/tree');
+    expect(tree.rawPayload.length).toBeGreaterThan(2 ** 20); // more than one chunk
+    expect(Number(tree.headers['content-length'])).toBe(tree.rawPayload.length);
+    expect(tree.body).toBe(envelope(toTree(rows).map(ordered)));
+    const list = await read('/system/dept-api/list');
+    expect(Number(list.headers['content-length'])).toBe(list.rawPayload.length);
+    expect(list.body).toBe(envelope(rows.map(ordered)));
+    // Served again from the cache, chunk by chunk, the same bytes.
+    expect((await read('/system/dept-api/tree')).body).toBe(tree.body);
+  });
+});
+
 describe('ChartCache', () => {
   it('stays within its byte budget, evicts the least recently used, keeps one version per chart', async () => {
     const tree = await new ChartCache(2 ** 20).get(t.sql, tenantId, 0, 'tree', {});
-    const budget = Math.floor(tree.body.length * 2.5);
+    const budget = Math.floor(tree.bytes * 2.5);
     const cache = new ChartCache(budget);
     const version = await chartVersion(t.sql, tenantId);
     await cache.get(t.sql, tenantId, version, 'tree', {});
@@ -167,7 +200,7 @@ describe('ChartCache', () => {
     expect(cache.size.entries).toBe(2);
     // A chart larger than the whole budget is served but not kept.
     const tiny = new ChartCache(10);
-    expect((await tiny.get(t.sql, tenantId, 0, 'tree', {})).body.length).toBeGreaterThan(10);
+    expect((await tiny.get(t.sql, tenantId, 0, 'tree', {})).bytes).toBeGreaterThan(10);
     expect(tiny.size).toEqual({ entries: 0, bytes: 0 });
   });
 });

@@ -15,8 +15,9 @@ export type ChartKind = 'list' | 'tree';
 
 export interface Chart {
   etag: string;
-  /** The whole response body, envelope included. */
-  body: Buffer;
+  /** The whole response body, envelope included, in chunks of up to 1 MiB (one for most charts). */
+  body: Buffer[];
+  bytes: number;
 }
 
 /** The tenant's current chart version; 0 until its departments are first written. */
@@ -56,7 +57,6 @@ export function matchesIfNoneMatch(header: string | undefined, etag: string): bo
 // process time zone, like everywhere else. The object is left open so a tree
 // node can append its children.
 const ROW_COLUMNS = (sql: Db) => sql`
-  dept_id, parent_id,
   '{"deptId":' || dept_id || ',"parentId":' || parent_id || ',"ancestors":' || to_json(ancestors)::text
     || ',"deptName":' || to_json(dept_name)::text || ',"orderNum":' || order_num
     || ',"leader":' || coalesce(to_json(leader)::text, 'null') || ',"phone":' || coalesce(to_json(phone)::text, 'null')
@@ -68,170 +68,142 @@ const ROW_COLUMNS = (sql: Db) => sql`
   (extract(epoch FROM update_time) * 1000)::float8 AS update_ms`;
 
 interface ChartRow {
-  dept_id: number;
-  parent_id: number;
   head: string;
   create_ms: number;
   update_by: string;
   update_ms: number | null;
+  /** tree only: 1 for a root, its parent's depth + 1 below. */
+  depth: number;
 }
 
 const time = (ms: number | null) => (ms === null ? 'null' : `"${formatDateTime(new Date(ms))}"`);
+const objectOf = (r: ChartRow) => `${r.head},"createTime":${time(r.create_ms)},"updateBy":${r.update_by},"updateTime":${time(r.update_ms)}`;
 
-const ENVELOPE_HEAD = Buffer.from('{"code":200,"msg":"success","data":[');
-const ENVELOPE_TAIL = Buffer.from(']}');
-const CHILDREN_OPEN = Buffer.from(',"children":[');
-const CHUNK = 1 << 20;
-/** Rows are fetched and turned into bytes in batches: a big tenant never holds all its row objects at once. */
+const ENVELOPE_HEAD = '{"code":200,"msg":"success","data":[';
+const ENVELOPE_TAIL = ']}';
+const CHILDREN_OPEN = ',"children":[';
+const CLOSE_NODE = ']}';
+/** Rows are fetched and written out in batches: a big tenant's rows are never all in memory at once. */
 const BATCH = 2_000;
+const CHUNK = 1 << 20;
 
-/** The open objects as UTF-8, packed into 1 MiB chunks (a fragment never straddles two). */
-class Fragments {
-  readonly chunks: Buffer[] = [];
-  readonly chunk: number[] = [];
-  readonly start: number[] = [];
-  readonly length: number[] = [];
-  bytes = 0;
-  private current = Buffer.allocUnsafe(0);
+/**
+ * The response body as UTF-8, written straight into chunks of 1 MiB as the
+ * rows arrive, so building a chart holds its bytes once (the bytes the cache
+ * keeps), not the rows and the bytes, or fragments and a copy.
+ */
+class ChunkWriter {
+  private readonly chunks: Buffer[] = [];
+  private current = Buffer.allocUnsafeSlow(0);
   private used = 0;
+  bytes = 0;
 
-  add(text: string): void {
-    if (this.current.length - this.used < text.length * 3) {
-      this.current = Buffer.allocUnsafe(Math.max(CHUNK, text.length * 3));
-      this.chunks.push(this.current);
-      this.used = 0;
-    }
+  write(text: string): void {
+    // UTF-8 takes at most 3 bytes per UTF-16 unit: a text that may not fit starts a new chunk.
+    if (this.current.length - this.used < text.length * 3) this.next(text.length * 3);
     const written = this.current.write(text, this.used);
-    this.chunk.push(this.chunks.length - 1);
-    this.start.push(this.used);
-    this.length.push(written);
     this.used += written;
     this.bytes += written;
   }
 
-  copy(i: number, target: Buffer, at: number): number {
-    const from = this.start[i]!;
-    return this.chunks[this.chunk[i]!]!.copy(target, at, from, from + this.length[i]!);
+  private next(atLeast: number): void {
+    if (this.used > 0) this.chunks.push(this.current.subarray(0, this.used));
+    this.current = Buffer.allocUnsafeSlow(Math.max(CHUNK, atLeast));
+    this.used = 0;
   }
+
+  /** The chunks; the last one copied to its exact size, so a small chart holds no unused memory. */
+  finish(): Buffer[] {
+    if (this.used > 0) this.chunks.push(Buffer.from(this.current.subarray(0, this.used)));
+    this.current = Buffer.allocUnsafeSlow(0);
+    return this.chunks;
+  }
+}
+
+/** The filtered rows in list order: (parentId, orderNum, deptId). */
+function listRows(tx: Db, tenantId: string, query: DeptListQuery) {
+  return tx<ChartRow[]>`
+    SELECT ${ROW_COLUMNS(tx)} FROM sys_dept
+    WHERE tenant_id = ${tenantId} AND del_flag = '0'
+      ${query.deptName !== undefined ? tx`AND dept_name LIKE ${containing(query.deptName)}` : tx``}
+      ${query.status !== undefined ? tx`AND status = ${query.status}` : tx``}
+      ${query.parentId !== undefined ? tx`AND parent_id = ${query.parentId}` : tx``}
+    ORDER BY parent_id, order_num, dept_id`;
+}
+
+/**
+ * Every live department in the order the tree is written (depth first,
+ * children in list order), with its depth, so the nesting is written as the
+ * rows stream in. Roots are the departments whose parent is not live (parent
+ * 0), in list order. The sort key is the path of (orderNum, deptId) pairs
+ * from the root, as bytes (int8send: 8 bytes, big-endian), whose plain
+ * comparison is numeric order since ids and order numbers are never negative
+ * (CHECK constraints); a node's key is a prefix of its descendants', so it
+ * sorts just before them.
+ */
+function treeRows(tx: Db, tenantId: string) {
+  return tx<ChartRow[]>`
+    WITH RECURSIVE walk AS (
+      SELECT d.*, 1 AS depth,
+        int8send(d.parent_id) || int8send(d.order_num::bigint) || int8send(d.dept_id) AS path
+      FROM sys_dept d
+      WHERE d.tenant_id = ${tenantId} AND d.del_flag = '0'
+        AND NOT EXISTS (SELECT 1 FROM sys_dept p WHERE p.tenant_id = ${tenantId} AND p.dept_id = d.parent_id AND p.del_flag = '0')
+      UNION ALL
+      SELECT d.*, w.depth + 1,
+        w.path || int8send(d.order_num::bigint) || int8send(d.dept_id)
+      FROM walk w JOIN sys_dept d ON d.tenant_id = ${tenantId} AND d.parent_id = w.dept_id AND d.del_flag = '0'
+    )
+    SELECT ${ROW_COLUMNS(tx)}, depth FROM walk ORDER BY path`;
 }
 
 /**
  * Reads the version and the rows in one REPEATABLE READ snapshot, so the
- * bytes are never labelled with a version they do not belong to, and builds
- * the envelope. `list` is written in row order; `tree` nests the same rows
- * (a department whose parent is not among them is a root), children in the
- * list's order (parentId, orderNum, deptId).
+ * bytes are never labelled with a version they do not belong to, and writes
+ * the envelope. `list` is written in row order; `tree` nests the rows as they
+ * come (depth first): a node opens `,"children":[`, and the next row's depth
+ * says how many open nodes to close before it.
  */
-export async function buildChart(sql: Sql, tenantId: string, kind: ChartKind, query: DeptListQuery): Promise<{ version: number; body: Buffer }> {
+export async function buildChart(
+  sql: Sql,
+  tenantId: string,
+  kind: ChartKind,
+  query: DeptListQuery,
+): Promise<{ version: number; body: Buffer[]; bytes: number }> {
   return sql.begin('isolation level repeatable read read only', async (tx) => {
     const version = await chartVersion(tx, tenantId);
-    const fragments = new Fragments();
-    const ids: number[] = [];
-    const parents: number[] = [];
-    await tx<ChartRow[]>`
-      SELECT ${ROW_COLUMNS(tx)} FROM sys_dept
-      WHERE tenant_id = ${tenantId} AND del_flag = '0'
-        ${query.deptName !== undefined ? tx`AND dept_name LIKE ${containing(query.deptName)}` : tx``}
-        ${query.status !== undefined ? tx`AND status = ${query.status}` : tx``}
-        ${query.parentId !== undefined ? tx`AND parent_id = ${query.parentId}` : tx``}
-      ORDER BY parent_id, order_num, dept_id`.cursor(BATCH, (rows) => {
-      for (const r of rows) {
-        fragments.add(`${r.head},"createTime":${time(r.create_ms)},"updateBy":${r.update_by},"updateTime":${time(r.update_ms)}`);
-        ids.push(r.dept_id);
-        parents.push(r.parent_id);
-      }
-    });
-    return { version, body: kind === 'list' ? listBytes(fragments) : treeBytes(fragments, ids, parents) };
-  });
-}
-
-/** Writes into a buffer of exactly the response's size. */
-class Output {
-  readonly buffer: Buffer;
-  at = 0;
-  constructor(size: number) {
-    this.buffer = Buffer.allocUnsafe(size);
-  }
-  bytes(b: Buffer): void {
-    this.at += b.copy(this.buffer, this.at);
-  }
-  /** The size was computed up front; a mismatch would send uninitialised memory, so it is never ignored. */
-  done(): Buffer {
-    if (this.at !== this.buffer.length) throw new Error(`chart size ${this.at} != ${this.buffer.length}`);
-    return this.buffer;
-  }
-  byte(c: number): void {
-    this.buffer[this.at++] = c;
-  }
-}
-
-const COMMA = 0x2c;
-const CLOSE_OBJECT = 0x7d; // }
-const CLOSE_ARRAY = 0x5d; // ]
-
-function listBytes(f: Fragments): Buffer {
-  const n = f.length.length;
-  const out = new Output(ENVELOPE_HEAD.length + f.bytes + n + Math.max(0, n - 1) + ENVELOPE_TAIL.length);
-  out.bytes(ENVELOPE_HEAD);
-  for (let i = 0; i < n; i++) {
-    if (i > 0) out.byte(COMMA);
-    out.at += f.copy(i, out.buffer, out.at);
-    out.byte(CLOSE_OBJECT);
-  }
-  out.bytes(ENVELOPE_TAIL);
-  return out.done();
-}
-
-function treeBytes(f: Fragments, ids: number[], parents: number[]): Buffer {
-  const n = ids.length;
-  const index = new Map<number, number>();
-  for (let i = 0; i < n; i++) index.set(ids[i]!, i);
-  // Children lists as linked indices (first child, next sibling), in row order.
-  const first = new Int32Array(n).fill(-1);
-  const last = new Int32Array(n).fill(-1);
-  const next = new Int32Array(n).fill(-1);
-  const roots: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const p = index.get(parents[i]!);
-    if (p === undefined) roots.push(i);
-    else if (first[p] === -1) first[p] = last[p] = i;
-    else last[p] = next[last[p]!] = i;
-  }
-  // Every node adds `,"children":[` and `]}`; every node but the first of its siblings a comma.
-  let groups = roots.length > 0 ? 1 : 0;
-  for (let i = 0; i < n; i++) if (first[i] !== -1) groups++;
-  const out = new Output(ENVELOPE_HEAD.length + f.bytes + n * (CHILDREN_OPEN.length + 2) + (n - groups) + ENVELOPE_TAIL.length);
-  out.bytes(ENVELOPE_HEAD);
-  // Depth-first without recursion (a deep chain must not overflow the stack):
-  // each frame holds a node and the next of its children to write.
-  const nodes: number[] = [];
-  const cursor: number[] = [];
-  const open = (node: number) => {
-    out.at += f.copy(node, out.buffer, out.at);
-    out.bytes(CHILDREN_OPEN);
-    nodes.push(node);
-    cursor.push(first[node]!);
-  };
-  roots.forEach((root, r) => {
-    if (r > 0) out.byte(COMMA);
-    open(root);
-    while (nodes.length > 0) {
-      const top = nodes.length - 1;
-      const child = cursor[top]!;
-      if (child === -1) {
-        out.byte(CLOSE_ARRAY);
-        out.byte(CLOSE_OBJECT);
-        nodes.pop();
-        cursor.pop();
-        continue;
-      }
-      if (child !== first[nodes[top]!]) out.byte(COMMA);
-      cursor[top] = next[child]!;
-      open(child);
+    const out = new ChunkWriter();
+    out.write(ENVELOPE_HEAD);
+    if (kind === 'list') {
+      let first = true;
+      await listRows(tx, tenantId, query).cursor(BATCH, (rows) => {
+        for (const r of rows) {
+          out.write(first ? `${objectOf(r)}}` : `,${objectOf(r)}}`);
+          first = false;
+        }
+      });
+    } else {
+      // The path sort of a big tenant's rows stays in memory rather than spilling to disk.
+      await tx`SET LOCAL work_mem = '64MB'`;
+      let open = 0;
+      await treeRows(tx, tenantId).cursor(BATCH, (rows) => {
+        for (const r of rows) {
+          // A first child (depth open + 1) follows its parent's `[`; anything else closes down to its level.
+          let text = '';
+          if (r.depth <= open) {
+            text = CLOSE_NODE.repeat(open - r.depth + 1) + ',';
+            open = r.depth - 1;
+          }
+          out.write(`${text}${objectOf(r)}${CHILDREN_OPEN}`);
+          open++;
+        }
+      });
+      out.write(CLOSE_NODE.repeat(open));
     }
+    out.write(ENVELOPE_TAIL);
+    const bytes = out.bytes;
+    return { version, body: out.finish(), bytes };
   });
-  out.bytes(ENVELOPE_TAIL);
-  return out.done();
 }
 
 // ---------------------------------------------------------------- the cache
@@ -243,7 +215,7 @@ function treeBytes(f: Fragments, ids: number[], parents: number[]): Buffer {
  */
 export class ChartCache {
   /** key (tenant, query, version) -> bytes, in least-recently-used-first order. */
-  private readonly entries = new Map<string, Buffer>();
+  private readonly entries = new Map<string, { body: Buffer[]; bytes: number }>();
   /** (tenant, query) -> the key of its one kept version: an older chart is never served again. */
   private readonly current = new Map<string, string>();
   private readonly building = new Map<string, Promise<Chart>>();
@@ -254,12 +226,12 @@ export class ChartCache {
   async get(sql: Sql, tenantId: string, version: number, kind: ChartKind, query: DeptListQuery): Promise<Chart> {
     const chart = `${tenantId}\0${queryKey(kind, query)}`;
     const key = `${chart}\0${version}`;
-    const body = this.entries.get(key);
-    if (body) {
+    const found = this.entries.get(key);
+    if (found) {
       // Map order is the LRU order: move the hit to the end.
       this.entries.delete(key);
-      this.entries.set(key, body);
-      return { etag: chartEtag(tenantId, version, kind, query), body };
+      this.entries.set(key, found);
+      return { etag: chartEtag(tenantId, version, kind, query), ...found };
     }
     const pending = this.building.get(key);
     if (pending) return pending;
@@ -269,21 +241,22 @@ export class ChartCache {
     const promise = buildChart(sql, tenantId, kind, query)
       .then((built) => {
         // The snapshot may be newer than the version looked up a moment ago: label it with its own.
-        this.put(chart, `${chart}\0${built.version}`, built.body);
-        return { etag: chartEtag(tenantId, built.version, kind, query), body: built.body };
+        const entry = { body: built.body, bytes: built.bytes };
+        this.put(chart, `${chart}\0${built.version}`, entry);
+        return { etag: chartEtag(tenantId, built.version, kind, query), ...entry };
       })
       .finally(() => this.building.delete(key));
     this.building.set(key, promise);
     return promise;
   }
 
-  private put(chart: string, key: string, body: Buffer): void {
+  private put(chart: string, key: string, entry: { body: Buffer[]; bytes: number }): void {
     const previous = this.current.get(chart);
     if (previous !== undefined) this.drop(previous);
-    if (body.length > this.maxBytes) return;
-    this.entries.set(key, body);
+    if (entry.bytes > this.maxBytes) return;
+    this.entries.set(key, entry);
     this.current.set(chart, key);
-    this.bytes += body.length;
+    this.bytes += entry.bytes;
     for (const oldest of this.entries.keys()) {
       if (this.bytes <= this.maxBytes) break;
       this.drop(oldest);
@@ -291,10 +264,10 @@ export class ChartCache {
   }
 
   private drop(key: string): void {
-    const body = this.entries.get(key);
-    if (!body) return;
+    const entry = this.entries.get(key);
+    if (!entry) return;
     this.entries.delete(key);
-    this.bytes -= body.length;
+    this.bytes -= entry.bytes;
     const chart = key.slice(0, key.lastIndexOf('\0'));
     if (this.current.get(chart) === key) this.current.delete(chart);
   }

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
+import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Sql } from '../db/database.js';
 import { assert } from '../http/app.error.js';
@@ -29,7 +30,10 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: 
     const etag = chartEtag(tenantId, version, kind, query);
     if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).header('etag', etag).send();
     const found = await charts.get(sql, tenantId, version, kind, query);
-    return reply.header('etag', found.etag).header('content-type', 'application/json; charset=utf-8').send(found.body);
+    reply.header('etag', found.etag).header('content-type', 'application/json; charset=utf-8');
+    // A chart of over 1 MiB is sent chunk by chunk from the cache, never joined into one more copy.
+    if (found.body.length === 1) return reply.send(found.body[0]);
+    return reply.header('content-length', found.bytes).send(Readable.from(found.body, { objectMode: false }));
   }
 
   app.post(
