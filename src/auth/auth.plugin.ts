@@ -44,6 +44,8 @@ export interface TokenClaims {
   /** session id (auth_session) */
   sid: string;
   sub: string;
+  /** expiry, seconds since the epoch (set by sign's expiresIn) */
+  exp?: number;
 }
 
 declare module 'fastify' {
@@ -167,7 +169,7 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; secr
     sessions
       .get(key, async () => {
         const principal = await findSession(opts.sql, claims.tid, claims.sid);
-        return principal && { claims, principal, expires: (claims as { exp?: number }).exp! * 1000 };
+        return principal && { claims, principal, expires: (claims.exp ?? 0) * 1000 };
       })
       .then(
         (checked) => done(admit(request, claims, checked?.principal)),

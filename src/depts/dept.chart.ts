@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Db, Sql } from '../db/database.js';
-import { containing } from '../db/sql.helpers.js';
+import { listFilter } from './dept.sql.js';
 import { formatDateTime } from '../time.js';
 import type { DeptListQuery } from './dept.schema.js';
 
@@ -123,11 +123,7 @@ class ChunkWriter {
 /** The filtered rows in list order: (parentId, orderNum, deptId). */
 function listRows(tx: Db, tenantId: string, query: DeptListQuery) {
   return tx<ChartRow[]>`
-    SELECT ${ROW_COLUMNS(tx)} FROM sys_dept
-    WHERE tenant_id = ${tenantId} AND del_flag = '0'
-      ${query.deptName !== undefined ? tx`AND dept_name LIKE ${containing(query.deptName)}` : tx``}
-      ${query.status !== undefined ? tx`AND status = ${query.status}` : tx``}
-      ${query.parentId !== undefined ? tx`AND parent_id = ${query.parentId}` : tx``}
+    SELECT ${ROW_COLUMNS(tx)} FROM sys_dept WHERE ${listFilter(tx, tenantId, query)}
     ORDER BY parent_id, order_num, dept_id`;
 }
 

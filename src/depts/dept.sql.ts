@@ -33,14 +33,23 @@ export async function getDept(sql: Db, tenantId: string, deptId: number): Promis
   return row && toDept(row);
 }
 
+/**
+ * The list filters (DeptListQuery) over sys_dept: the tenant's live rows, a
+ * name containing deptName, a status, a parent. Shared by listDepts and the
+ * chart (dept.chart.ts), so both answer the same rows.
+ */
+export function listFilter(sql: Db, tenantId: string, query: DeptListQuery) {
+  return sql`
+    tenant_id = ${tenantId} AND del_flag = '0'
+      ${query.deptName !== undefined ? sql`AND dept_name LIKE ${containing(query.deptName)}` : sql``}
+      ${query.status !== undefined ? sql`AND status = ${query.status}` : sql``}
+      ${query.parentId !== undefined ? sql`AND parent_id = ${query.parentId}` : sql``}`;
+}
+
 /** Live departments, filtered, in display order (parentId, orderNum, deptId). */
 export async function listDepts(sql: Db, tenantId: string, query: DeptListQuery): Promise<Dept[]> {
   const rows = await sql<DeptRow[]>`
-    SELECT ${COLUMNS(sql)} FROM sys_dept
-    WHERE tenant_id = ${tenantId} AND del_flag = '0'
-      ${query.deptName !== undefined ? sql`AND dept_name LIKE ${containing(query.deptName)}` : sql``}
-      ${query.status !== undefined ? sql`AND status = ${query.status}` : sql``}
-      ${query.parentId !== undefined ? sql`AND parent_id = ${query.parentId}` : sql``}
+    SELECT ${COLUMNS(sql)} FROM sys_dept WHERE ${listFilter(sql, tenantId, query)}
     ORDER BY parent_id, order_num, dept_id`;
   return rows.map(toDept);
 }
