@@ -303,6 +303,19 @@ describe('token lifetime', () => {
     expect(after.status).toBe(401);
     expect(after.body.msg).toMatch(/expired/);
   });
+
+  it('a token used a moment ago, still in the session cache, is refused once its expiry has passed', async () => {
+    // Log in just after a second starts, so the 1 s token is good for most of a second.
+    while (Date.now() % 1000 > 100) await new Promise((resolve) => setTimeout(resolve, 10));
+    const res = await short.anon.post('/auth/login', { tenantId: '000000', username: 'admin', password: ADMIN_PASSWORD });
+    const token: string = res.body.data.access_token;
+    const client = new Client(short.app, token);
+    expect((await client.get('/auth/me')).status).toBe(200); // now cached for 2 s
+    await new Promise((resolve) => setTimeout(resolve, claimsOf(token).exp * 1000 + 50 - Date.now()));
+    const after = await client.get('/auth/me');
+    expect(after.status).toBe(401);
+    expect(after.body.msg).toMatch(/expired/);
+  });
 });
 
 describe('tenant state', () => {
