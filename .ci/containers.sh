@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # single-quoted node -e / sh -c programs are meant literally
-# CI, container paths (issue 4), on a machine with no Docker engine and no
+# CI, container paths, on a machine with no Docker engine and no
 # container image registry:
 #   1. the test suite through testcontainers, against a PostgreSQL container
 #      started by Podman's Docker-compatible API;

@@ -1,4 +1,4 @@
--- Security (issue 9).
+-- Security: login lockout and session revocation.
 
 -- Lockout: a login_lock row now counts password evaluations *reserved*
 -- before the password is checked (src/auth/auth.sql.ts reserveLoginAttempt), so the row

@@ -1,4 +1,4 @@
--- Audit trail and change feed (DECISIONS §10).
+-- Audit trail and change feed (docs/api-rules.md#audit-trail-and-change-feed).
 --
 -- A record is inserted by the write it describes, in that write's
 -- transaction, without a feed position. Positions are handed out after

@@ -4,7 +4,7 @@ import { PLATFORM_TENANT } from './auth/auth.roles.js';
 import { hashPassword, randomPassword, verifyPassword } from './auth/password.js';
 
 /**
- * DECISIONS §3: an empty database gets the platform tenant 000000, its root
+ * docs/operations.md#first-start: an empty database gets the platform tenant 000000, its root
  * department and the superadmin `admin`. Runs under a lock so nodes starting
  * together create them once. Returns the generated password, if one was
  * generated, for the caller to print once.
@@ -30,7 +30,7 @@ export async function bootstrap(sql: Sql, adminPassword: string | undefined): Pr
 }
 
 /**
- * DECISIONS §12: ADMIN_PASSWORD only seeds an empty database. When it is set
+ * docs/operations.md: ADMIN_PASSWORD only seeds an empty database. When it is set
  * but no longer opens the platform `admin` (changed since, or reset), start-up
  * warns instead of silently ignoring it. False when there is no live admin.
  */

@@ -1,4 +1,4 @@
-// Configuration comes only from the environment (DECISIONS §9), optionally
+// Configuration comes only from the environment (docs/operations.md#configuration), optionally
 // completed by a .env file, and is checked once at start-up, so a typo stops
 // the process with the variable's name instead of surfacing later as odd
 // behaviour.
@@ -22,7 +22,7 @@ export interface Config {
   chartCacheMb: number;
   /** Origins allowed to call from a browser (CORS); undefined: CORS off, no CORS headers. */
   corsOrigins: string[] | undefined;
-  /** Seconds the start-up waits for the database to answer before giving up (DECISIONS §12). */
+  /** Seconds the start-up waits for the database to answer before giving up (docs/operations.md). */
   dbStartTimeout: number;
   /** Seconds SIGTERM/SIGINT lets in-flight requests finish before they are cut off. */
   shutdownTimeout: number;

@@ -1,4 +1,4 @@
-// Limits that several places must agree on (DECISIONS §2, §5-§8 and the
+// Limits that several places must agree on (docs/api-rules.md: departments, users, tenants, limits; docs/security.md; and the
 // columns behind them), defined once: schemas, checks, server options and
 // messages all read them from here.
 
@@ -8,15 +8,15 @@ export const NAME_MAX = 30;
 /** Integer fields stored as int4: orderNum, the quotas, accountCount. */
 export const INT4_MAX = 2_147_483_647;
 
-/** Largest request body (DECISIONS §8), and how messages name it. */
+/** Largest request body (docs/api-rules.md#limits), and how messages name it. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 export const BODY_LIMIT_TEXT = '1 MiB';
 
-/** Ids in one batch-delete path (DECISIONS §8). */
+/** Ids in one batch-delete path (docs/api-rules.md#limits). */
 export const MAX_BATCH_IDS = 1000;
 
 /** Longest path parameter: MAX_BATCH_IDS ids of up to 19 digits, with their commas. */
 export const MAX_PATH_PARAM = MAX_BATCH_IDS * 20;
 
-/** Token lifetime in seconds when TOKEN_TTL is unset (DECISIONS §2). */
+/** Token lifetime in seconds when TOKEN_TTL is unset (docs/security.md#sign-in-and-sessions). */
 export const DEFAULT_TOKEN_TTL = 7200;

@@ -62,7 +62,7 @@ async function main(): Promise<void> {
   app.log.info({ database: db.description, migrations: applied }, 'database ready');
   await app.listen({ port: config.port, host: config.host });
 
-  // DECISIONS §12: stop accepting, let in-flight requests finish for up to
+  // docs/operations.md: stop accepting, let in-flight requests finish for up to
   // SHUTDOWN_TIMEOUT seconds, then exit: 0 when everything finished, 1 when
   // requests had to be cut off.
   let closing = false;

@@ -9,7 +9,7 @@ import { clearLoginFailures, revokeUserSessions } from './auth/auth.sql.js';
 import { PLATFORM_TENANT } from './auth/auth.roles.js';
 
 /**
- * DECISIONS §12: resets a lost password. `npm run reset-password` resets the
+ * docs/operations.md: resets a lost password. `npm run reset-password` resets the
  * platform `admin`; `-- --tenant 100001 --user alice` any tenant's user. The
  * new password comes from NEW_PASSWORD, or is generated and printed. In the
  * same transaction the user's sessions are revoked and its login lockout is

@@ -6,7 +6,7 @@ import { openPostgres, type Database, type Sql } from '../src/db/database.js';
 import { ADMIN_PASSWORD, buildTestApp, Client, type TestApp } from './support/app.js';
 import { createTenantWithAdmin } from './support/tenants.js';
 
-// The promise of GET /system/audit-api/changes (DECISIONS §10): a reader that
+// The promise of GET /system/audit-api/changes (docs/api-rules.md#audit-trail-and-change-feed): a reader that
 // keeps its cursor never misses a record and never sees one twice, while
 // writers on several nodes commit concurrently, transactions of very
 // different lengths included (a record inserted early may commit late).

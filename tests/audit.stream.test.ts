@@ -7,7 +7,7 @@ import { ADMIN_PASSWORD, buildTestApp, Client, createUserAndLogin, type TestApp 
 import { SseClient } from './support/sse.js';
 import { createTenantWithAdmin } from './support/tenants.js';
 
-// GET /system/audit-api/stream over real HTTP (DECISIONS §10): live events,
+// GET /system/audit-api/stream over real HTTP (docs/api-rules.md#audit-trail-and-change-feed): live events,
 // resumption with Last-Event-ID, heartbeats, visibility, errors before the
 // stream starts, a client that never reads, shutdown, and (PostgreSQL) a
 // change on one node reaching a stream on another within 1 s.

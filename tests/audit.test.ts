@@ -3,7 +3,7 @@ import { ADMIN_PASSWORD, buildTestApp, Client, createdId, createUserAndLogin, ty
 import { createTenantWithAdmin } from './support/tenants.js';
 import { purgeAudit } from '../src/audit/audit.sql.js';
 
-// DECISIONS §10: one record per change, in the change's transaction; the
+// docs/api-rules.md#audit-trail-and-change-feed: one record per change, in the change's transaction; the
 // list with its filters and tenant-hierarchy visibility; the cursor feed;
 // retention. The stream and the feed under concurrency have their own files.
 
@@ -56,7 +56,7 @@ async function rawRows(): Promise<string> {
 }
 
 describe('records of department writes', () => {
-  it('create, update, move and a batch delete: one record each (one per row of the batch), fields as §10', async () => {
+  it('create, update, move and a batch delete: one record each (one per row of the batch), fields as the audit rules say', async () => {
     const { tenantId, admin, rootDeptId } = await createTenantWithAdmin(t);
     const created = await send(admin, 'POST', '/system/dept-api', { parentId: rootDeptId, deptName: 'Sales', leader: 'Li', orderNum: 3 });
     expect(created.status).toBe(200);

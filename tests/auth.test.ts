@@ -5,7 +5,7 @@ import { today } from '../src/time.js';
 import { ADMIN_PASSWORD, buildTestApp, Client, createdId, createUserAndLogin, type TestApp } from './support/app.js';
 import { createTenantWithAdmin } from './support/tenants.js';
 
-// DECISIONS §2-§4: login, tokens, their revocation, account and tenant state,
+// docs/security.md#sign-in-and-sessions and docs/api-rules.md#roles: login, tokens, their revocation, account and tenant state,
 // roles and permissions, the shared JWT secret, tenant isolation. Everything
 // through HTTP; SQL only to reach states no API sets yet (tenant status and
 // service period) and to check what a refused call left behind.
@@ -493,7 +493,7 @@ describe('JWT secret', () => {
       const onNode2 = new Client(node2, res.body.data.access_token);
       await expectAccepted(onNode2);
       expect((await fromNode2.post('/auth/logout')).status).toBe(200);
-      // Node 2 may serve its cached session for a moment (DECISIONS §2: within 5 s).
+      // Node 2 may serve its cached session for a moment (docs/security.md#sign-in-and-sessions: within 5 s).
       for (let waited = 0; (await onNode2.get('/auth/me')).status === 200 && waited < 5_000; waited += 100) {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }

@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
 
-// DECISIONS §9: configuration comes only from the environment, is checked
+// docs/operations.md#configuration: configuration comes only from the environment, is checked
 // once at start-up, and a bad value stops the process naming the variable.
 
 describe('loadConfig', () => {

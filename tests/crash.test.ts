@@ -3,7 +3,7 @@ import { openEmbedded, openPostgres } from '../src/db/database.js';
 import { expectTreeInvariants } from './support/invariants.js';
 import { call, loginAt, serviceDatabase, startService } from './support/service.js';
 
-// DECISIONS §12: every acknowledged write survives kill -9 of the service.
+// docs/operations.md: every acknowledged write survives kill -9 of the service.
 // Four clients create and move departments as fast as the service answers;
 // the service is killed with SIGKILL in the middle, restarted on the same
 // database, and every create and move that was answered 200 must be there.

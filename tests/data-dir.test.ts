@@ -5,7 +5,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { DataDirBusyError, lockDataDir } from '../src/db/data-dir.lock.js';
 import { call, loginAt, run, startService, type Run, type Service } from './support/service.js';
 
-// DECISIONS §12: a DATA_DIR has one owner. A second process refuses to
+// docs/operations.md: a DATA_DIR has one owner. A second process refuses to
 // start, naming the directory and the holder; two started together never
 // both win; a lock left by kill -9 never blocks the next start. Embedded
 // mode only, so these run in the suite's PGlite run and are skipped when the

@@ -7,7 +7,7 @@ import { listDepts, toTree } from '../src/depts/dept.sql.js';
 import { buildTestApp, createdId, type Client, type TestApp } from './support/app.js';
 import { createTenantWithAdmin } from './support/tenants.js';
 
-// DECISIONS §11: ETag/304 on dept list and tree, the chart cache behind them,
+// docs/api-rules.md#concurrency-control: ETag/304 on dept list and tree, the chart cache behind them,
 // and two app instances on one database never serving a chart older than a
 // committed write.
 

@@ -3,7 +3,7 @@ import { buildTestApp, createdId, createUserAndLogin, type Client, type TestApp 
 import { expectTreeInvariants } from './support/invariants.js';
 import { createTenantWithAdmin } from './support/tenants.js';
 
-// The department contract (dept-tenant-api.md) and DECISIONS §5, through HTTP.
+// The department rules (docs/api-rules.md#departments), through HTTP.
 
 let t: TestApp;
 let admin: Client;

@@ -2,7 +2,7 @@ import type { InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from './support/app.js';
 
-// DECISIONS §1: every response, whatever happened, is {code, msg, data} as
+// docs/api-rules.md#requests-and-answers: every response, whatever happened, is {code, msg, data} as
 // JSON, with the HTTP status equal to code, and carries X-Request-Id.
 
 let t: TestApp;

@@ -3,7 +3,7 @@ import { buildTestApp, createdId, type Client, type TestApp } from './support/ap
 import { expectTreeInvariants } from './support/invariants.js';
 import { createTenant, tenantBody, writable } from './support/tenant-fixtures.js';
 
-// DECISIONS §11: GET of one department, user or tenant carries a strong ETag
+// docs/api-rules.md#concurrency-control: GET of one department, user or tenant carries a strong ETag
 // that changes whenever the record changes; PUT and single-id DELETE honour
 // If-Match (412 when stale, nothing changed); without it they behave as before.
 

@@ -3,7 +3,7 @@ import type { FastifyInstance, InjectOptions } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { buildTestApp, type TestApp } from './support/app.js';
 
-// DECISIONS §1: security headers and Cache-Control on every API response,
+// docs/api-rules.md#requests-and-answers: security headers and Cache-Control on every API response,
 // `private, no-cache` on the department list and tree, a CSP the docs page
 // works under, and CORS only for the origins in CORS_ORIGINS.
 

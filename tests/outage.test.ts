@@ -11,7 +11,7 @@ import { FreezeProxy } from './support/freeze-proxy.js';
 import { expectTreeInvariants } from './support/invariants.js';
 import { run, serviceDatabase, type ServiceDatabase } from './support/service.js';
 
-// DECISIONS §12 with a real fault: the app talks to PostgreSQL through a
+// docs/operations.md with a real fault: the app talks to PostgreSQL through a
 // loopback proxy the test freezes (sockets stay open, nothing moves) and
 // thaws. During the freeze requests answer 503 envelopes within 10 s,
 // /readyz 503, /healthz 200; after the thaw the same app recovers on its

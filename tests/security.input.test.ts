@@ -6,8 +6,8 @@ import { buildTestApp, createdId, type Client, type TestApp } from './support/ap
 import { createTenantWithAdmin } from './support/tenants.js';
 import { writable, type TenantDto } from './support/tenant-fixtures.js';
 
-// DECISIONS §5 (department depth at most 50 levels, create and move), §1
-// (strings in bodies and queries are valid Unicode: a lone surrogate or an
+// docs/api-rules.md#departments (department depth at most 50 levels, create and move),
+// docs/api-rules.md#requests-and-answers (strings in bodies and queries are valid Unicode: a lone surrogate or an
 // invalid byte sequence is a 400, never stored as U+FFFD), and the platform
 // tenant's bootstrap values (a GET of any tenant is a body a PUT accepts).
 

@@ -4,7 +4,7 @@ import { buildApp } from '../src/app.js';
 import { openPostgres, type Database } from '../src/db/database.js';
 import { buildTestApp, Client, createUserAndLogin, type TestApp } from './support/app.js';
 
-// DECISIONS §2, the lockout under concurrency: however many attempts arrive
+// docs/security.md#sign-in-and-sessions, the lockout under concurrency: however many attempts arrive
 // at once, at most 5 wrong passwords per tenant+username are evaluated in a
 // window; the rest get 429 without the password being checked, a right one
 // included. And expired lock rows are purged, unknown usernames included.

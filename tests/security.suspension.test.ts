@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildTestApp, createUserAndLogin, type Client, type TestApp } from './support/app.js';
 import { dayFromToday, provisionTenant, readTenant, tenantBody, writable, type Provisioned } from './support/tenant-fixtures.js';
 
-// DECISIONS §2: a tenant's users log in and act only while their tenant and
+// docs/security.md#sign-in-and-sessions: a tenant's users log in and act only while their tenant and
 // every ancestor tenant are live, enabled and inside their service periods;
 // the login's 403 names the tenant that is the cause. Disabling or deleting a
 // user or a tenant revokes the sessions issued before it, for good.

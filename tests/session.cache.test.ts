@@ -5,7 +5,7 @@ import { createSessionCache } from '../src/auth/session.cache.js';
 import { buildTestApp, Client, createUserAndLogin, type TestApp } from './support/app.js';
 
 // The session cache in front of findSession (src/auth/session.cache.ts):
-// DECISIONS §2 at once on the node where a write happens, within 5 s elsewhere.
+// docs/security.md#sign-in-and-sessions at once on the node where a write happens, within 5 s elsewhere.
 
 let t: TestApp;
 let node2: FastifyInstance;

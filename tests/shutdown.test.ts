@@ -2,7 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, loginAt, run, serviceDatabase, startService, type Service, type ServiceDatabase } from './support/service.js';
 
-// DECISIONS §12 on a real process: SIGTERM stops new connections, lets the
+// docs/operations.md on a real process: SIGTERM stops new connections, lets the
 // requests in flight finish for up to SHUTDOWN_TIMEOUT, exits 0 when clean
 // and non-zero when it had to cut one off. ADMIN_PASSWORD that no longer
 // matches is warned about; `npm run reset-password` recovers the admin.

@@ -4,7 +4,7 @@ import { buildApp } from '../src/app.js';
 import { ADMIN_PASSWORD, buildTestApp, Client, type TestApp } from './support/app.js';
 import { createTenant, locationId, provisionTenant, tenantBody, uniq } from './support/tenant-fixtures.js';
 
-// Tenant writes under concurrency (DECISIONS §7): companyName stays unique,
+// Tenant writes under concurrency (docs/api-rules.md#tenants): companyName stays unique,
 // ids and codes never collide across service instances sharing one
 // database, and no live tenant ends up under a deleted parent. On
 // PostgreSQL the requests really run in parallel (a pool of 20 connections);

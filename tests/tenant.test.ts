@@ -22,9 +22,10 @@ import {
   type TenantDto,
 } from './support/tenant-fixtures.js';
 
-// The tenant contract (dept-tenant-api.md, Tenant sections) and DECISIONS
-// §2 (tenant lifecycle at login and per request), §4 (roles), §7 (tenants)
-// and §8 (menuIds limit), through HTTP. SQL is used only to look at rows
+// The tenant rules (docs/api-rules.md#tenants), the tenant lifecycle at login
+// and per request (docs/security.md#sign-in-and-sessions), roles
+// (docs/api-rules.md#roles) and the menuIds limit (docs/api-rules.md#limits),
+// through HTTP. SQL is used only to look at rows
 // the API no longer shows (logically deleted ones).
 
 let t: TestApp;
@@ -559,7 +560,7 @@ describe('get and delete', () => {
     expect((await root.get(`${BASE}/1234567890123456789`)).status).toBe(404);
     expect((await root.get(`${BASE}/9223372036854775807`)).status).toBe(404);
     expect((await root.delete(`${BASE}/1234567890123456789`)).status).toBe(404);
-    // 19 digits but beyond int8: well-formed (DECISIONS §8), so not found rather than invalid.
+    // 19 digits but beyond int8: well-formed (docs/api-rules.md#limits), so not found rather than invalid.
     const beyond = await root.get(`${BASE}/9223372036854775808`);
     expect(beyond.status).toBe(404);
     expect(beyond.body.msg).toContain('9223372036854775808');
@@ -730,7 +731,7 @@ describe('list', () => {
 
 // ---------------------------------------------------------------- scope matrix
 
-describe('scope matrix (DECISIONS §4, §7)', () => {
+describe('scope matrix (roles over the tenant hierarchy)', () => {
   // 000000 ─ P ─┬─ T ─ C
   //             └─ S
   type Target = 'P' | 'T' | 'C' | 'S';
@@ -902,7 +903,7 @@ describe('scope matrix (DECISIONS §4, §7)', () => {
 
 // ---------------------------------------------------------------- lifecycle
 
-describe('tenant lifecycle (DECISIONS §2)', () => {
+describe('tenant lifecycle (docs/security.md#sign-in-and-sessions)', () => {
   let parent: Provisioned;
   beforeAll(async () => {
     parent = await provisionTenant(t, root);

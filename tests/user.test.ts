@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, createdId, createUserAndLogin, type Client, type Reply, type TestApp } from './support/app.js';
 import { createTenantWithAdmin } from './support/tenants.js';
 
-// DECISIONS §6: /system/user-api. Accounts of the caller's own tenant,
+// docs/api-rules.md#users: /system/user-api. Accounts of the caller's own tenant,
 // managed by its admins; the password is write-only; userName unique among
 // the tenant's live users; accountCount holds under concurrent creates.
 

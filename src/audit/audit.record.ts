@@ -2,7 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Db } from '../db/database.js';
 import type { Actor, Caller } from '../auth/auth.plugin.js';
 
-// The write side of the audit trail (DECISIONS §10). Each write path makes
+// The write side of the audit trail (docs/api-rules.md#audit-trail-and-change-feed). Each write path makes
 // one call to recordAudit with the transaction that makes the change, so the
 // record commits or rolls back with it: a refused write records nothing, and
 // a record that cannot be written takes the change down with it.

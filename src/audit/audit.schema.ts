@@ -7,7 +7,7 @@ const Cursor = Type.String({ pattern: '^[0-9]{1,19}$', description: 'A record id
 /** `YYYY-MM-DD` or `YYYY-MM-DD HH:mm:ss`, in the server's time zone. */
 const TimeBound = (description: string) => Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}( \\d{2}:\\d{2}:\\d{2})?$', description });
 
-/** One audit record (DECISIONS §10). */
+/** One audit record (docs/api-rules.md#audit-trail-and-change-feed). */
 export const AuditRecord = Type.Object(
   {
     id: Type.String({ description: 'The cursor: increases in commit order' }),

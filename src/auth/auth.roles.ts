@@ -1,4 +1,4 @@
-// Roles and RuoYi-style permission strings (DECISIONS §4). Routes declare the
+// Roles and RuoYi-style permission strings (docs/api-rules.md#roles). Routes declare the
 // permission they need; a role's list is what /auth/me reports.
 
 export type Role = 'superadmin' | 'admin' | 'user';

@@ -1,6 +1,6 @@
 /**
  * A short-lived cache in front of the per-request session read (findSession),
- * generic over what that read returns. DECISIONS §2 allows another node 5 s
+ * generic over what that read returns. docs/security.md#sign-in-and-sessions allows another node 5 s
  * to refuse a revoked token, so an entry lives at most `ttlMs` (2 s by
  * default); the node where a logout, user or tenant write happens clears the
  * whole cache at once (authPlugin's onSend hook, or clear() from code).

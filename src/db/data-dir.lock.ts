@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 
 /**
- * One owner per DATA_DIR (DECISIONS §12). Two PGlite processes on one
+ * One owner per DATA_DIR (docs/operations.md). Two PGlite processes on one
  * directory both answer 200 and overwrite each other's files, so the second
  * must refuse to start.
  *

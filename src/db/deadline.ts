@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net';
 
 /**
- * Client-side statement deadline for postgres.js (DECISIONS §12: a database
+ * Client-side statement deadline for postgres.js (docs/operations.md: a database
  * that stops answering turns requests into 503 within 10 s).
  *
  * A server-side statement_timeout cannot help when the network or the server

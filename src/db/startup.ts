@@ -1,7 +1,7 @@
 import type { Database } from './database.js';
 
 /**
- * DECISIONS §12: at start, a database that is unreachable or does not answer
+ * docs/operations.md: at start, a database that is unreachable or does not answer
  * is retried with back-off (0.25 s doubling to 5 s) for up to
  * `timeoutSeconds`; then the start fails naming the database (host, port,
  * name; never the password). A refused login (SQLSTATE class 28) or a

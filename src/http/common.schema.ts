@@ -32,7 +32,7 @@ export const Audit = Type.Object({
 /** A department or user id in a body or query: a JSON number, exact up to 2^53. */
 export const EntityId = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
 
-/** Path ids are decimal integers of at most 19 digits (DECISIONS §8), checked again against int8 in code. */
+/** Path ids are decimal integers of at most 19 digits (docs/api-rules.md#limits), checked again against int8 in code. */
 export const IdParam = Type.Object({
   id: Type.String({ pattern: '^[0-9]{1,19}$', description: 'Positive decimal id' }),
 });

@@ -40,7 +40,7 @@ const SQLSTATE: Record<string, [AppError['status'], string]> = {
 
 /**
  * Failures that mean "the database cannot be reached or stopped answering",
- * not "this request was wrong": 503, retry later (DECISIONS §1, §12).
+ * not "this request was wrong": 503, retry later (docs/api-rules.md#requests-and-answers, docs/operations.md#database-waits).
  * postgres.js codes, our statement deadline (src/db/deadline.ts), socket
  * errors, and SQLSTATEs of class 08 (connection exception), server shutdown
  * or start-up (57P01-57P03), too many connections (53300) and a cancelled

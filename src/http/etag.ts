@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { assert } from './app.error.js';
 
 /**
- * Lost-update protection (DECISIONS §11) for one department, user or tenant.
+ * Lost-update protection (docs/api-rules.md#concurrency-control) for one department, user or tenant.
  *
  * The ETag is a hash of the record exactly as GET returns it, so it changes
  * whenever anything a client can see changes (updateTime included) and

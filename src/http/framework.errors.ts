@@ -5,7 +5,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 
 // Two kinds of failure happen before any route or hook runs, and Fastify
 // answers them in its own shape unless told otherwise. Both get the envelope
-// and an X-Request-Id like every other response (DECISIONS §1).
+// and an X-Request-Id like every other response (docs/api-rules.md#requests-and-answers).
 
 /** Router-level errors, such as a path with a broken percent-escape (`/x/%E0%A4%A`). */
 export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {

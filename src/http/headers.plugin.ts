@@ -11,7 +11,7 @@ declare module 'fastify' {
   }
 }
 
-/** Department list and tree: clients may keep them but must revalidate (DECISIONS §1, §11). */
+/** Department list and tree: clients may keep them but must revalidate (docs/api-rules.md#response-headers, #concurrency-control). */
 export const REVALIDATE = 'private, no-cache';
 
 /** `name a b;name2 c`: the header form of a policy. */
@@ -22,7 +22,7 @@ export function cspHeader(directives: Record<string, string[]>): string {
 }
 
 /**
- * The security headers every response carries (DECISIONS §1): the set helmet
+ * The security headers every response carries (docs/api-rules.md#requests-and-answers): the set helmet
  * sends by default, with frames denied, no referrer, and a CSP that allows
  * nothing (API answers are JSON and never rendered). They never vary with
  * the request, so they are written out here once rather than computed by
@@ -45,7 +45,7 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 };
 
 /**
- * Response headers of DECISIONS §1, in one place: the security set above
+ * Response headers of docs/api-rules.md#response-headers, in one place: the security set above
  * (a route may bring its own CSP), Cache-Control, and CORS for the origins
  * in CORS_ORIGINS (none when unset: no CORS header at all).
  */

@@ -5,7 +5,7 @@ const INT8_MAX = 9_223_372_036_854_775_807n;
 const SAFE_MAX = BigInt(Number.MAX_SAFE_INTEGER);
 
 /**
- * DECISIONS §8: a path id is a positive decimal integer of at most 19
+ * docs/api-rules.md#limits: a path id is a positive decimal integer of at most 19
  * digits; anything else is a 400. A well-formed id that no row can have is
  * simply not found (404), named as sent.
  */

@@ -9,7 +9,7 @@ declare module 'fastify' {
   }
 }
 
-/** Comfortably inside the 10 s DECISIONS §12 promises, and above the statement deadline (5 s) plus a reconnect. */
+/** Comfortably inside the 10 s docs/operations.md promises, and above the statement deadline (5 s) plus a reconnect. */
 export const REQUEST_DEADLINE_MS = 8_000;
 
 declare module 'fastify' {
@@ -29,7 +29,7 @@ interface Deadline {
 }
 
 /**
- * Request deadline and shutdown behaviour (DECISIONS §12).
+ * Request deadline and shutdown behaviour (docs/operations.md).
  *
  * Every request but a long-lived one is answered within `requestDeadlineMs`:
  * if its handler has not answered by then (a database that stopped

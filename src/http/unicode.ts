@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { AppError } from './app.error.js';
 
-// DECISIONS §1: strings in bodies and queries are valid Unicode. JSON may
+// docs/api-rules.md#requests-and-answers: strings in bodies and queries are valid Unicode. JSON may
 // escape a lone UTF-16 surrogate ("\ud800") and a query may percent-encode
 // bytes that are not UTF-8; either would reach the database as U+FFFD, a
 // silent change of what the client sent. NUL cannot be stored at all. All

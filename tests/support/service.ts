@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { inject } from 'vitest';
 
-// Real processes for the operation tests (issue 7): the service started with
+// Real processes for the operation tests : the service started with
 // `node --import tsx src/main.ts` on a database of its own, talked to over
 // loopback HTTP, stopped by its PID.
 
