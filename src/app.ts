@@ -35,6 +35,8 @@ export interface AppOptions {
   logStream?: NodeJS.WritableStream;
   /** Milliseconds a request may take before it is answered 503 (src/http/lifecycle.ts); tests shorten it. */
   requestDeadlineMs?: number;
+  /** Milliseconds a checked token is trusted without reading its session again (src/auth/session.cache.ts); tests shorten it. */
+  sessionCacheMs?: number;
 }
 
 /**
@@ -63,6 +65,7 @@ export async function buildApp({
   logStream,
   audit,
   requestDeadlineMs = REQUEST_DEADLINE_MS,
+  sessionCacheMs,
 }: AppOptions): Promise<FastifyInstance> {
   const loggerOptions: FastifyServerOptions['logger'] = {
     level: config.logLevel,
@@ -100,7 +103,7 @@ export async function buildApp({
   await registerOpenApi(app);
 
   const secret = config.jwtSecret ?? (await sharedJwtSecret(sql, randomBytes(48).toString('base64url')));
-  await app.register(authPlugin, { sql, secret, tokenTtl: config.tokenTtl });
+  await app.register(authPlugin, { sql, secret, tokenTtl: config.tokenTtl, sessionCacheMs });
 
   await app.register(healthRoutes, { sql });
   await app.register(authRoutes, { sql, tokenTtl: config.tokenTtl });
