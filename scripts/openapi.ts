@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import { buildApp } from '../src/app.js';
 import { openEmbedded } from '../src/db/database.js';
 import { migrate } from '../src/db/migrate.js';
-import { DEFAULT_TOKEN_TTL } from '../src/limits.js';
+import { DEFAULT_TOKEN_TTL } from '../src/core/limits.js';
 
 const out = process.argv[2] ?? 'openapi.json';
 const db = await openEmbedded(undefined);

@@ -22,7 +22,7 @@ import { deptRoutes } from './depts/dept.routes.js';
 import { userRoutes } from './users/user.routes.js';
 import { tenantRoutes } from './tenants/tenant.routes.js';
 import { healthRoutes } from './health.routes.js';
-import { BODY_LIMIT_BYTES, MAX_PATH_PARAM } from './limits.js';
+import { BODY_LIMIT_BYTES, MAX_PATH_PARAM } from './core/limits.js';
 import { auditPlugin, type AuditOptions } from './audit/audit.plugin.js';
 
 export interface AppOptions {

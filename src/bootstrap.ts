@@ -1,6 +1,6 @@
 import type { Sql } from './db/database.js';
 import { LOCK } from './db/locks.js';
-import { PLATFORM_TENANT } from './auth/auth.roles.js';
+import { PLATFORM_TENANT } from './identity/roles.js';
 import { hashPassword, randomPassword, verifyPassword } from './auth/password.js';
 
 /**

@@ -3,7 +3,7 @@
 // the process with the variable's name instead of surfacing later as odd
 // behaviour.
 import { existsSync } from 'node:fs';
-import { DEFAULT_TOKEN_TTL } from './limits.js';
+import { DEFAULT_TOKEN_TTL } from './core/limits.js';
 
 export interface Config {
   port: number;

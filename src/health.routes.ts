@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Sql } from './db/database.js';
-import { AppError } from './http/app.error.js';
+import { AppError } from './core/app.error.js';
 import { responses } from './http/envelope.schema.js';
 
 const Health = Type.Object({ status: Type.String() }, { $id: 'Health' });

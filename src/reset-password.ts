@@ -6,7 +6,7 @@ import { DataDirBusyError } from './db/data-dir.lock.js';
 import { waitForDatabase } from './db/startup.js';
 import { hashPassword, randomPassword } from './auth/password.js';
 import { clearLoginFailures, revokeUserSessions } from './auth/auth.sql.js';
-import { PLATFORM_TENANT } from './auth/auth.roles.js';
+import { PLATFORM_TENANT } from './identity/roles.js';
 
 /**
  * docs/operations.md: resets a lost password. `npm run reset-password` resets the

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import type { TokenClaims } from '../src/auth/auth.plugin.js';
-import { today } from '../src/time.js';
+import { today } from '../src/core/time.js';
 import { ADMIN_PASSWORD, buildTestApp, Client, createdId, createUserAndLogin, type TestApp } from './support/app.js';
 import { createTenantWithAdmin } from './support/tenants.js';
 

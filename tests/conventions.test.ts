@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
-import type { Permission } from '../src/auth/auth.roles.js';
+import type { Permission } from '../src/identity/roles.js';
 import '../src/auth/auth.plugin.js';
 
 // Project conventions a type-check or a file listing can prove.

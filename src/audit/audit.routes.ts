@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Sql } from '../db/database.js';
-import { assert } from '../http/app.error.js';
+import { assert } from '../core/app.error.js';
 import { responses } from '../http/envelope.schema.js';
 import type { AuditFeed } from './audit.feed.js';
 import { AuditPage, AuditListQuery, AuditRecord, ChangesPage, ChangesQuery, StreamQuery } from './audit.schema.js';

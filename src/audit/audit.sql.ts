@@ -1,7 +1,7 @@
 import type { Db } from '../db/database.js';
 import { containing } from '../db/sql.helpers.js';
-import { assert } from '../http/app.error.js';
-import { formatDateTimeMs } from '../time.js';
+import { assert } from '../core/app.error.js';
+import { formatDateTimeMs } from '../core/time.js';
 import { isSuperadmin, type Caller } from '../auth/auth.plugin.js';
 import type { AuditListQuery, AuditRecord } from './audit.schema.js';
 

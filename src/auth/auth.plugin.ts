@@ -2,10 +2,10 @@ import fp from 'fastify-plugin';
 import fastifyJwt from '@fastify/jwt';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Sql } from '../db/database.js';
-import { AppError, assert } from '../http/app.error.js';
-import { today } from '../time.js';
+import { AppError, assert } from '../core/app.error.js';
+import { today } from '../core/time.js';
 import { accountProblem, findSession } from './auth.sql.js';
-import { PERMISSIONS, PLATFORM_TENANT, type Permission, type Role } from './auth.roles.js';
+import { PERMISSIONS, PLATFORM_TENANT, type Permission, type Role } from '../identity/roles.js';
 import { createSessionCache, isAuthRelevantWrite, type SessionCache } from './session.cache.js';
 
 /** Who is calling, from a verified token and the live session behind it. */

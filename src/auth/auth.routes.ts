@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Sql } from '../db/database.js';
-import { RefTo } from '../http/common.schema.js';
+import { RefTo } from '../core/common.schema.js';
 import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
-import { PERMISSIONS } from './auth.roles.js';
+import { PERMISSIONS } from '../identity/roles.js';
 import { LoginBody, LoginResult, Me } from './auth.schema.js';
 import { login, logout, me } from './auth.service.js';
 import { requestActor } from '../audit/audit.record.js';

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { NAME_MAX } from '../limits.js';
+import { NAME_MAX } from '../core/limits.js';
 
 export const LoginBody = Type.Object(
   {

@@ -1,7 +1,7 @@
 import type { Db, Sql, Tx } from '../db/database.js';
 import { recordAudit } from '../audit/audit.record.js';
 import type { Actor, Caller } from './auth.plugin.js';
-import { AppError } from '../http/app.error.js';
+import { AppError } from '../core/app.error.js';
 import {
   accountProblem,
   clearLoginFailures,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db, Tx } from '../db/database.js';
-import type { Role } from './auth.roles.js';
-import { today } from '../time.js';
+import type { Role } from '../identity/roles.js';
+import { today } from '../core/time.js';
 
 /** The user and tenant state that decides whether a login or a token is honoured. */
 export interface Principal {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Db, Sql } from '../db/database.js';
 import { listFilter } from './dept.sql.js';
-import { formatDateTime } from '../time.js';
+import { formatDateTime } from '../core/time.js';
 import type { DeptListQuery } from './dept.schema.js';
 
 // The organisation chart (dept `list` and `tree`) as cached, pre-serialised

@@ -1,5 +1,5 @@
 import type { Tx } from '../db/database.js';
-import { assert } from '../http/app.error.js';
+import { assert } from '../core/app.error.js';
 
 /** docs/api-rules.md#departments: a top-level department is level 1; nothing goes deeper than this. */
 export const MAX_DEPT_DEPTH = 50;

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Audit, DelFlag, DelFlagInput, Email, EntityId, Nullable, Phone, Status } from '../http/common.schema.js';
-import { INT4_MAX, NAME_MAX } from '../limits.js';
+import { Audit, DelFlag, DelFlagInput, Email, EntityId, Nullable, Phone, Status } from '../core/common.schema.js';
+import { INT4_MAX, NAME_MAX } from '../core/limits.js';
 
 /** DeptDTO as read: one schema, from which the write variants below are derived. */
 export const Dept = Type.Object(

@@ -1,14 +1,14 @@
 import type { Db, Tx } from '../db/database.js';
 import { lockOrganisation } from '../db/locks.js';
 import { containing } from '../db/sql.helpers.js';
-import { assert } from '../http/app.error.js';
-import { checkIfMatch } from '../http/etag.js';
-import { formatDateTime } from '../time.js';
+import { assert } from '../core/app.error.js';
+import { checkIfMatch } from '../core/version.js';
+import { formatDateTime } from '../core/time.js';
 import { assertOwnTenant, type Actor } from '../auth/auth.plugin.js';
 import { diff, recordAudit, values, type RowImage } from '../audit/audit.record.js';
 import { assertDepthFits } from './dept.depth.js';
 import type { Dept, DeptCreate, DeptListQuery, DeptNode, DeptUpdate } from './dept.schema.js';
-import { NAME_MAX } from '../limits.js';
+import { NAME_MAX } from '../core/limits.js';
 
 type DeptRow = Omit<Dept, 'createTime' | 'updateTime'> & { createTime: Date; updateTime: Date | null };
 

@@ -1,5 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
-import type { AppError } from './app.error.js';
+import type { AppError } from '../core/app.error.js';
 
 // Routes declare the schema of `data` for 200; the onSend hook wraps it in
 // {code, msg, data}. Error statuses are declared with the full envelope

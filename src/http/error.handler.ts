@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifySchemaValidationError } from 'fastify';
-import { AppError } from './app.error.js';
-import { BODY_LIMIT_TEXT } from '../limits.js';
+import { AppError } from '../core/app.error.js';
+import { BODY_LIMIT_TEXT } from '../core/limits.js';
 
 /**
  * PostgreSQL constraint names (sql/*.sql) and what they mean to a client.

@@ -1,6 +1,6 @@
 import sjson from 'secure-json-parse';
 import type { FastifyInstance } from 'fastify';
-import { AppError } from './app.error.js';
+import { AppError } from '../core/app.error.js';
 import { invalidText } from './unicode.js';
 
 /**

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { AppError } from './app.error.js';
+import { AppError } from '../core/app.error.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {

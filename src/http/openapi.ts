@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
-import { IdsParam } from './common.schema.js';
+import { IdsParam } from '../core/common.schema.js';
 import { LOCATION, SuccessEnvelope } from './envelope.schema.js';
-import { BODY_LIMIT_TEXT } from '../limits.js';
+import { BODY_LIMIT_TEXT } from '../core/limits.js';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { AppError } from './app.error.js';
+import { AppError } from '../core/app.error.js';
 
 // docs/api-rules.md#requests-and-answers: strings in bodies and queries are valid Unicode. JSON may
 // escape a lone UTF-16 surrogate ("\ud800") and a query may percent-encode

@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Sql } from '../db/database.js';
-import { assert } from '../http/app.error.js';
-import { IdParam, RefTo } from '../http/common.schema.js';
+import { assert } from '../core/app.error.js';
+import { IdParam, RefTo } from '../core/common.schema.js';
 import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { PackageBo, QuotaBo, RuleBo, Tenant, TenantCreate, TenantListQuery, TenantPage, TenantUpdate } from './tenant.schema.js';
 import { requestActor } from '../audit/audit.record.js';
-import { etagOf, ifMatchOf } from '../http/etag.js';
+import { etagOf, ifMatchOf } from '../core/version.js';
 import { createTenant, deleteTenant, getTenant, listTenants, updateTenant } from './tenant.sql.js';
 
 const tags = ['tenants'];

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Audit, Nullable, RefTo, Status } from '../http/common.schema.js';
-import { BODY_LIMIT_BYTES, INT4_MAX, NAME_MAX } from '../limits.js';
+import { Audit, Nullable, RefTo, Status } from '../core/common.schema.js';
+import { BODY_LIMIT_BYTES, INT4_MAX, NAME_MAX } from '../core/limits.js';
 
 const Code = Type.String({ pattern: '^[0-9]{6}$', description: 'Six-digit business code' });
 /** A real calendar date: 2025-02-30 is refused. */

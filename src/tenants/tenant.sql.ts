@@ -1,17 +1,17 @@
 import type { Db, Tx } from '../db/database.js';
-import { assert } from '../http/app.error.js';
-import { checkIfMatch } from '../http/etag.js';
-import { parseInternalId } from '../http/ids.js';
-import { formatDateTime, today } from '../time.js';
+import { assert } from '../core/app.error.js';
+import { checkIfMatch } from '../core/version.js';
+import { parseInternalId } from '../core/ids.js';
+import { formatDateTime, today } from '../core/time.js';
 import { isSuperadmin, type Actor, type Caller } from '../auth/auth.plugin.js';
 import { diff, recordAudit, values, type RowImage } from '../audit/audit.record.js';
-import { PLATFORM_TENANT } from '../auth/auth.roles.js';
+import { PLATFORM_TENANT } from '../identity/roles.js';
 import { createDept } from '../depts/dept.sql.js';
 import { containing } from '../db/sql.helpers.js';
 import { createUser } from '../users/user.sql.js';
 import { revokeTenantSubtreeSessions } from '../auth/auth.sql.js';
 import type { Tenant, TenantCreate, TenantListQuery, TenantUpdate } from './tenant.schema.js';
-import { NAME_MAX } from '../limits.js';
+import { NAME_MAX } from '../core/limits.js';
 
 export const MAX_MENU_IDS = 10_000;
 

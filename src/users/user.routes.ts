@@ -1,12 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Sql } from '../db/database.js';
-import { assert } from '../http/app.error.js';
-import { IdParam, IdsParam, RefTo } from '../http/common.schema.js';
+import { assert } from '../core/app.error.js';
+import { IdParam, IdsParam, RefTo } from '../core/common.schema.js';
 import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { requestActor } from '../audit/audit.record.js';
-import { parseId, parseIds } from '../http/ids.js';
-import { assertIfMatchFits, etagOf, ifMatchOf } from '../http/etag.js';
+import { parseId, parseIds } from '../core/ids.js';
+import { assertIfMatchFits, etagOf, ifMatchOf } from '../core/version.js';
 import { User, UserCreate, UserListQuery, UserUpdate } from './user.schema.js';
 import { createUser, deleteUsers, getUser, listUsers, updateUser } from './user.sql.js';
 

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Audit, DelFlag, DelFlagInput, Email, EntityId, Nullable, Phone, Status } from '../http/common.schema.js';
-import { NAME_MAX } from '../limits.js';
+import { Audit, DelFlag, DelFlagInput, Email, EntityId, Nullable, Phone, Status } from '../core/common.schema.js';
+import { NAME_MAX } from '../core/limits.js';
 
 const AssignableRole = Type.Union([Type.Literal('admin'), Type.Literal('user')]);
 

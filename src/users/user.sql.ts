@@ -1,8 +1,8 @@
 import type { Db, Tx } from '../db/database.js';
 import { lockOrganisation } from '../db/locks.js';
-import { assert } from '../http/app.error.js';
-import { checkIfMatch } from '../http/etag.js';
-import { formatDateTime } from '../time.js';
+import { assert } from '../core/app.error.js';
+import { checkIfMatch } from '../core/version.js';
+import { formatDateTime } from '../core/time.js';
 import { hashPassword } from '../auth/password.js';
 import { revokeSessionsOfUsers, revokeUserSessions } from '../auth/auth.sql.js';
 import { assertOwnTenant, type Actor } from '../auth/auth.plugin.js';

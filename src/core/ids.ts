@@ -1,5 +1,5 @@
 import { AppError } from './app.error.js';
-import { MAX_BATCH_IDS } from '../limits.js';
+import { MAX_BATCH_IDS } from './limits.js';
 
 const INT8_MAX = 9_223_372_036_854_775_807n;
 const SAFE_MAX = BigInt(Number.MAX_SAFE_INTEGER);

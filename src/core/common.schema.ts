@@ -1,5 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { MAX_BATCH_IDS, MAX_PATH_PARAM } from '../limits.js';
+import { MAX_BATCH_IDS, MAX_PATH_PARAM } from './limits.js';
 
 /**
  * A $ref to a shared schema (registered with app.addSchema), typed as that
