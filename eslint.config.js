@@ -4,6 +4,61 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+// Import boundaries: every arrow points down this list, never back up
+// (docs/architecture.md#layers).
+//   1. composition   src/app.ts, src/main.ts
+//   2. web           src/http/, *.routes.ts, *.plugin.ts, audit.stream.ts: Fastify lives here
+//   3. rules         *.sql.ts, *.service.ts, *.schema.ts, ... : plain functions (sql, input), no Fastify;
+//                    among them audit < auth < depts < users < tenants
+//   4. foundations   src/identity/ (who acts), src/db/ (connections, locks), src/core/ (errors, ids, time, limits)
+const WEB = [
+  {
+    group: ['fastify', 'fastify-plugin', '@fastify/*'],
+    message: 'Rules and foundations load no web framework: take a Caller (src/identity/caller.ts), not a request.',
+  },
+  {
+    group: ['**/http/*', '**/*.routes.js', '**/*.plugin.js', '**/audit.stream.js', '**/app.js', '**/main.js'],
+    message: 'The web layer imports rules, never the other way round.',
+  },
+];
+const domain = (...names) => names.map((name) => `**/${name}/*`);
+const RULES = [
+  'src/**/*.sql.ts',
+  'src/**/*.service.ts',
+  'src/**/*.schema.ts',
+  'src/**/*.fields.ts',
+  'src/**/*.rules.ts',
+  'src/**/*.record.ts',
+  'src/**/*.chart.ts',
+  'src/**/*.depth.ts',
+  'src/audit/audit.feed.ts',
+  'src/auth/password.ts',
+  'src/auth/session.cache.ts',
+  'src/bootstrap.ts',
+  'src/config.ts',
+  'src/reset-password.ts',
+];
+const below = (files, names, message) => ({
+  files,
+  rules: { 'no-restricted-imports': ['error', { patterns: [...WEB, ...(names.length ? [{ group: domain(...names), message }] : [])] }] },
+});
+const importBoundaries = [
+  below(RULES, []),
+  below(
+    ['src/audit/*.{sql,record,schema}.ts', 'src/audit/audit.feed.ts'],
+    ['auth', 'depts', 'users', 'tenants'],
+    'audit rules come first: nothing of auth, depts, users or tenants.',
+  ),
+  below(
+    ['src/auth/*.{sql,service,schema}.ts', 'src/auth/password.ts', 'src/auth/session.cache.ts'],
+    ['depts', 'users', 'tenants'],
+    'auth rules sit below depts, users and tenants.',
+  ),
+  below(['src/depts/*.{sql,schema,chart,depth,rules,fields}.ts'], ['auth', 'users', 'tenants'], 'department rules sit below users and tenants.'),
+  below(['src/users/*.{sql,schema,rules,fields}.ts'], ['tenants'], 'user rules sit below tenants.'),
+  below(['src/core/**', 'src/identity/**', 'src/db/**'], ['audit', 'auth', 'depts', 'users', 'tenants'], 'Foundations import no rules.'),
+];
+
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', 'data/', '.openapi/', 'coverage/'] },
   js.configs.recommended,
@@ -15,6 +70,7 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
     },
   },
+  ...importBoundaries,
   {
     // Tests read JSON answers of many shapes; `any` there is deliberate.
     files: ['tests/**/*.ts'],

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { FastifyBaseLogger } from 'fastify';
+import type { Logger } from 'pino';
 import type { Sql } from '../db/database.js';
 import { assignPositions, FEED_CHANNEL } from './audit.sql.js';
 
@@ -56,7 +56,7 @@ export class AuditFeed {
   constructor(
     private readonly sql: Sql,
     private readonly mode: NotifyMode,
-    private readonly log: FastifyBaseLogger,
+    private readonly log: Pick<Logger, 'warn'>,
   ) {
     this.emitter = emitterFor(sql);
   }

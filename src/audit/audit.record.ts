@@ -1,6 +1,5 @@
-import type { FastifyRequest } from 'fastify';
 import type { Db } from '../db/database.js';
-import type { Actor, Caller } from '../auth/auth.plugin.js';
+import type { Actor } from '../identity/caller.js';
 
 // The write side of the audit trail (docs/api-rules.md#audit-trail-and-change-feed). Each write path makes
 // one call to recordAudit with the transaction that makes the change, so the
@@ -38,11 +37,6 @@ export interface AuditEntry {
   /** Whose data changed; defaults to the actor's tenant. */
   tenantId?: string;
   changes: Changes;
-}
-
-/** The caller of a request as the actor of its writes, with what the audit record needs from the request. */
-export function requestActor(request: FastifyRequest): Caller & Required<Pick<Actor, 'requestId' | 'ip'>> {
-  return { ...request.caller, requestId: request.id, ip: request.ip };
 }
 
 // Never in a record: secrets (whatever a future column is called), and the

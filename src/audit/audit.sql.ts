@@ -2,7 +2,8 @@ import type { Db } from '../db/database.js';
 import { containing } from '../db/sql.helpers.js';
 import { assert } from '../core/app.error.js';
 import { formatDateTimeMs } from '../core/time.js';
-import { isSuperadmin, type Caller } from '../auth/auth.plugin.js';
+import type { Caller } from '../identity/caller.js';
+import { tenantsReadableBy } from '../identity/scope.js';
 import type { AuditListQuery, AuditRecord } from './audit.schema.js';
 
 /** The channel a sequencer run announces new positions on, to every node (LISTEN/NOTIFY). */
@@ -22,12 +23,8 @@ const toRecord = (row: AuditRow): AuditRecord => ({ ...row, time: formatDateTime
  * below it (its code in their ancestor path); superadmin sees all. Records
  * without a position are not in the feed yet, so no reader sees them.
  */
-const visibleTo = (sql: Db, viewer: Caller) => {
-  const positioned = sql`a.position IS NOT NULL`;
-  if (isSuperadmin(viewer)) return positioned;
-  return sql`${positioned} AND a.tenant_id IN (
-    SELECT tenant_id FROM sys_tenant WHERE tenant_id = ${viewer.tenantId} OR ${viewer.tenantId} = ANY (string_to_array(ancestors, ',')))`;
-};
+const recordsVisibleTo = (sql: Db, viewer: Caller) =>
+  sql`a.position IS NOT NULL AND a.tenant_id IN (SELECT s.tenant_id FROM sys_tenant s WHERE ${tenantsReadableBy(sql, viewer, 's')})`;
 
 /** "2026-01-31" or "2026-01-31 08:00:00" in the server's time zone; `end` makes a bound exclusive just after it. */
 function timeBound(text: string, field: string, end: boolean): Date {
@@ -43,7 +40,7 @@ function timeBound(text: string, field: string, end: boolean): Date {
 /** The filtered records a caller may see, newest first, one page. */
 export async function listAudit(sql: Db, viewer: Caller, query: AuditListQuery): Promise<{ total: number; rows: AuditRecord[] }> {
   const where = sql`
-    ${visibleTo(sql, viewer)}
+    ${recordsVisibleTo(sql, viewer)}
     ${query.action !== undefined ? sql`AND a.action = ${query.action}` : sql``}
     ${query.entityType !== undefined ? sql`AND a.entity_type = ${query.entityType}` : sql``}
     ${query.entityId !== undefined ? sql`AND a.entity_id = ${query.entityId}` : sql``}
@@ -63,7 +60,7 @@ export async function listAudit(sql: Db, viewer: Caller, query: AuditListQuery):
 export async function changesAfter(sql: Db, viewer: Caller, after: string | undefined, limit: number): Promise<AuditRecord[]> {
   const rows = await sql<AuditRow[]>`
     SELECT ${COLUMNS(sql)} FROM audit_log a
-    WHERE ${visibleTo(sql, viewer)} AND a.position > ${after ?? '0'}::bigint
+    WHERE ${recordsVisibleTo(sql, viewer)} AND a.position > ${after ?? '0'}::bigint
     ORDER BY a.position
     LIMIT ${limit}`;
   return rows.map(toRecord);

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import type { Sql } from '../db/database.js';
-import type { Caller } from '../auth/auth.plugin.js';
+import type { Caller } from '../identity/caller.js';
 import { accountProblem, findSession } from '../auth/auth.sql.js';
 import type { AuditFeed } from './audit.feed.js';
 import { changesAfter } from './audit.sql.js';

@@ -2,41 +2,12 @@ import fp from 'fastify-plugin';
 import fastifyJwt from '@fastify/jwt';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Sql } from '../db/database.js';
-import { AppError, assert } from '../core/app.error.js';
+import { AppError } from '../core/app.error.js';
 import { today } from '../core/time.js';
 import { accountProblem, findSession } from './auth.sql.js';
-import { PERMISSIONS, PLATFORM_TENANT, type Permission, type Role } from '../identity/roles.js';
+import { PERMISSIONS, type Permission } from '../identity/roles.js';
+import type { Caller } from '../identity/caller.js';
 import { createSessionCache, isAuthRelevantWrite, type SessionCache } from './session.cache.js';
-
-/** Who is calling, from a verified token and the live session behind it. */
-export interface Caller {
-  tenantId: string;
-  userId: number;
-  userName: string;
-  role: Role;
-  sessionId: string;
-}
-
-/** Who a write is attributed to, and which tenant scopes it. */
-export type Actor = Pick<Caller, 'tenantId' | 'userName'> & {
-  /** For the audit record: the acting user's tenant when it is not tenantId (a tenant provisioned from above). */
-  userTenantId?: string;
-  /** For the audit record: the request's X-Request-Id and the client address. */
-  requestId?: string;
-  ip?: string;
-};
-
-/**
- * Rule: writes act in the caller's own tenant. A body may repeat that
- * tenantId; naming another one is refused (403), never silently redirected.
- */
-export function assertOwnTenant(actor: Actor, tenantId: string | undefined, what: string): void {
-  assert(
-    tenantId === undefined || tenantId === actor.tenantId,
-    403,
-    `tenantId ${tenantId} is not your tenant; ${what} are always written in your own tenant (${actor.tenantId})`,
-  );
-}
 
 export interface TokenClaims {
   /** tenant code */
@@ -71,18 +42,14 @@ declare module '@fastify/jwt' {
   }
 }
 
-export function isSuperadmin(caller: Caller): boolean {
-  return caller.role === 'superadmin' && caller.tenantId === PLATFORM_TENANT;
-}
-
 const BEARER = /^Bearer [A-Za-z0-9._~+/-]+=*$/i;
 
-type Principal = NonNullable<Awaited<ReturnType<typeof findSession>>>;
+type FoundSession = NonNullable<Awaited<ReturnType<typeof findSession>>>;
 /** What the session cache keeps per token: its verified claims, until when they hold, and the session found. */
-interface Checked {
+interface CachedSession {
   claims: TokenClaims;
   expires: number;
-  principal: Principal;
+  session: FoundSession;
 }
 
 /**
@@ -96,7 +63,7 @@ interface Checked {
 export const authPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; secret: string; tokenTtl: number; sessionCacheMs?: number }) => {
   await app.register(fastifyJwt, { secret: opts.secret, sign: { expiresIn: opts.tokenTtl } });
   app.decorateRequest('caller', null as unknown as Caller);
-  const sessions = createSessionCache<Checked>(opts.sessionCacheMs);
+  const sessions = createSessionCache<CachedSession>(opts.sessionCacheMs);
   app.decorate('sessionCache', sessions as SessionCache<unknown>);
   // onSend runs before the response leaves, so the client's next request already misses the cache.
   // A callback hook, not an async one: it runs on every response and needs no promise.
@@ -127,21 +94,21 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; secr
   }
 
   /** Admits the caller behind a found (or missing) session and checks the route's permission; the refusal otherwise. */
-  function admit(request: FastifyRequest, claims: TokenClaims, principal: Principal | undefined): AppError | undefined {
-    if (!principal) return new AppError(401, 'Access token has been revoked or has expired; log in again');
-    const problem = accountProblem(principal);
+  function admit(request: FastifyRequest, claims: TokenClaims, session: FoundSession | undefined): AppError | undefined {
+    if (!session) return new AppError(401, 'Access token has been revoked or has expired; log in again');
+    const problem = accountProblem(session);
     if (problem) return new AppError(401, `Access token refused: ${problem}`);
-    if (principal.revoked) return new AppError(401, 'Access token has been revoked or has expired; log in again');
+    if (session.revoked) return new AppError(401, 'Access token has been revoked or has expired; log in again');
     request.caller = {
-      tenantId: principal.tenantId,
-      userId: principal.userId,
-      userName: principal.userName,
-      role: principal.role,
+      tenantId: session.tenantId,
+      userId: session.userId,
+      userName: session.userName,
+      role: session.role,
       sessionId: claims.sid,
     };
     const needed = request.routeOptions.config?.permission;
-    if (needed && !PERMISSIONS[principal.role].includes(needed)) {
-      return new AppError(403, `Your role "${principal.role}" lacks the permission ${needed}`);
+    if (needed && !PERMISSIONS[session.role].includes(needed)) {
+      return new AppError(403, `Your role "${session.role}" lacks the permission ${needed}`);
     }
     return undefined;
   }
@@ -159,7 +126,7 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; secr
     }
     const key = `${today()}:${token}`;
     const cached = sessions.peek(key);
-    if (cached !== undefined && cached.expires > Date.now()) return done(admit(request, cached.claims, cached.principal));
+    if (cached !== undefined && cached.expires > Date.now()) return done(admit(request, cached.claims, cached.session));
     let claims: TokenClaims;
     try {
       claims = verifiedClaims(token);
@@ -168,11 +135,11 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; secr
     }
     sessions
       .get(key, async () => {
-        const principal = await findSession(opts.sql, claims.tid, claims.sid);
-        return principal && { claims, principal, expires: (claims.exp ?? 0) * 1000 };
+        const session = await findSession(opts.sql, claims.tid, claims.sid);
+        return session && { claims, session, expires: (claims.exp ?? 0) * 1000 };
       })
       .then(
-        (checked) => done(admit(request, claims, checked?.principal)),
+        (cached) => done(admit(request, claims, cached?.session)),
         (err: Error) => done(err),
       );
   });

@@ -6,7 +6,7 @@ import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { PERMISSIONS } from '../identity/roles.js';
 import { LoginBody, LoginResult, Me } from './auth.schema.js';
 import { login, logout, me } from './auth.service.js';
-import { requestActor } from '../audit/audit.record.js';
+import { requestActor } from '../identity/caller.js';
 
 export const authRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; tokenTtl: number }> = async (app, { sql, tokenTtl }) => {
   for (const schema of [LoginBody, LoginResult, Me]) app.addSchema(schema);

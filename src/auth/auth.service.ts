@@ -1,6 +1,6 @@
 import type { Db, Sql, Tx } from '../db/database.js';
 import { recordAudit } from '../audit/audit.record.js';
-import type { Actor, Caller } from './auth.plugin.js';
+import type { Caller, RequestOrigin } from '../identity/caller.js';
 import { AppError } from '../core/app.error.js';
 import {
   accountProblem,
@@ -23,14 +23,12 @@ export interface LoginInput {
 /** One message for unknown tenant, unknown user and wrong password: a caller cannot tell which. */
 const BAD_CREDENTIALS = 'Invalid tenant, username or password';
 
-type RequestContext = Pick<Actor, 'requestId' | 'ip'>;
-
 /**
  * Checks a login and opens a session, with its audit record in the same
  * transaction. Every refusal (401, 403, 429) is recorded too, on its own:
  * the request fails, but its record must still be written.
  */
-export async function login(sql: Sql, input: LoginInput, ttlSeconds: number, context: RequestContext = {}) {
+export async function login(sql: Sql, input: LoginInput, ttlSeconds: number, context: RequestOrigin = {}) {
   try {
     return await attemptLogin(sql, input, ttlSeconds, context);
   } catch (err) {
@@ -44,7 +42,7 @@ export async function login(sql: Sql, input: LoginInput, ttlSeconds: number, con
 }
 
 /** Logout: the presented token's session is revoked, and recorded. */
-export async function logout(tx: Tx, actor: Caller & Actor): Promise<void> {
+export async function logout(tx: Tx, actor: Caller): Promise<void> {
   await revokeSession(tx, actor.tenantId, actor.sessionId);
   await recordAudit(tx, actor, [{ action: 'auth.logout', entityType: 'session', entityId: actor.sessionId, changes: { userId: actor.userId } }]);
 }
@@ -56,7 +54,7 @@ export async function logout(tx: Tx, actor: Caller & Actor): Promise<void> {
  * state is looked at only after the password (a stranger learns nothing
  * about it). A right password frees the slots, whatever the account's state.
  */
-async function attemptLogin(sql: Sql, input: LoginInput, ttlSeconds: number, context: RequestContext) {
+async function attemptLogin(sql: Sql, input: LoginInput, ttlSeconds: number, context: RequestOrigin) {
   const { lockedMinutes } = await reserveLoginAttempt(sql, input.tenantId, input.username);
   if (lockedMinutes > 0) {
     throw new AppError(429, `Too many failed logins for this account; try again in ${lockedMinutes} minute(s)`);

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Db, Tx } from '../db/database.js';
 import type { Role } from '../identity/roles.js';
+import { inTenantSubtree } from '../identity/scope.js';
 import { today } from '../core/time.js';
 
 /** The user and tenant state that decides whether a login or a token is honoured. */
-export interface Principal {
+export interface AccountState {
   tenantId: string;
   userId: number;
   userName: string;
@@ -23,7 +24,7 @@ export interface Principal {
 }
 
 /**
- * Columns of a Principal over `sys_user u JOIN sys_tenant t`, plus the
+ * Columns of a AccountState over `sys_user u JOIN sys_tenant t`, plus the
  * lateral join `b` that finds the blocking tenant: the user's tenant and its
  * ancestors (sys_tenant.ancestors) are looked up by code through the unique
  * index, so the whole chain costs one indexed probe per level inside the
@@ -51,7 +52,7 @@ const BLOCKING_TENANT = (sql: Db, day = today()) => sql`
  * A tenant is suspended when it or any ancestor is deleted, disabled or
  * outside its service period; the message names the tenant that is the cause.
  */
-export function accountProblem(p: Principal): string | null {
+export function accountProblem(p: AccountState): string | null {
   if (p.blockingTenantId !== null) {
     const own = p.blockingTenantId === p.tenantId;
     const which = `${own ? 'the tenant' : `tenant ${p.tenantId}'s ancestor tenant`} ${p.blockingTenantId} "${p.blockingTenantName}"`;
@@ -71,7 +72,7 @@ export function accountProblem(p: Principal): string | null {
  * apart ("the user has been deleted") when its password is right.
  */
 export async function findLoginAccount(sql: Db, tenantId: string, userName: string) {
-  const [row] = await sql<(Principal & { passwordHash: string })[]>`
+  const [row] = await sql<(AccountState & { passwordHash: string })[]>`
     SELECT ${PRINCIPAL(sql)}, u.password_hash AS "passwordHash"
     FROM sys_user u JOIN sys_tenant t ON t.tenant_id = u.tenant_id
     ${BLOCKING_TENANT(sql)}
@@ -89,13 +90,13 @@ export async function findLoginAccount(sql: Db, tenantId: string, userName: stri
  * first, and its new session is then revoked, or waits and reads the new
  * state: no session is ever issued on a state read before the disable.
  */
-export async function lockLoginAccount(tx: Tx, tenantId: string, userId: number): Promise<Principal | undefined> {
+export async function lockLoginAccount(tx: Tx, tenantId: string, userId: number): Promise<AccountState | undefined> {
   await tx`SELECT 1 FROM sys_user WHERE tenant_id = ${tenantId} AND user_id = ${userId} FOR SHARE`;
   await tx`
     SELECT 1 FROM sys_tenant
     WHERE tenant_id = ANY ((SELECT string_to_array(ancestors, ',') || tenant_id FROM sys_tenant WHERE tenant_id = ${tenantId})::text[])
     FOR SHARE`;
-  const [row] = await tx<Principal[]>`
+  const [row] = await tx<AccountState[]>`
     SELECT ${PRINCIPAL(tx)}
     FROM sys_user u JOIN sys_tenant t ON t.tenant_id = u.tenant_id
     ${BLOCKING_TENANT(tx)}
@@ -109,7 +110,7 @@ export async function lockLoginAccount(tx: Tx, tenantId: string, userId: number)
  * flagged, so its refusal can say why when the account is suspended.
  */
 export async function findSession(sql: Db, tenantId: string, sessionId: string) {
-  const [row] = await sql<(Principal & { revoked: boolean })[]>`
+  const [row] = await sql<(AccountState & { revoked: boolean })[]>`
     SELECT ${PRINCIPAL(sql)}, s.revoked_at IS NOT NULL AS revoked
     FROM auth_session s
     JOIN sys_user u ON u.tenant_id = s.tenant_id AND u.user_id = s.user_id
@@ -152,9 +153,7 @@ export async function revokeSessionsOfUsers(sql: Db, tenantId: string, userIds: 
 export async function revokeTenantSubtreeSessions(sql: Db, tenantId: string): Promise<void> {
   await sql`
     UPDATE auth_session SET revoked_at = now()
-    WHERE revoked_at IS NULL AND tenant_id IN (
-      SELECT tenant_id FROM sys_tenant
-      WHERE tenant_id = ${tenantId} OR ${tenantId} = ANY (string_to_array(ancestors, ',')))`;
+    WHERE revoked_at IS NULL AND tenant_id IN (SELECT s.tenant_id FROM sys_tenant s WHERE ${inTenantSubtree(sql, 's', tenantId)})`;
 }
 
 // Lockout: at most five password evaluations per tenant+username in a

@@ -1,5 +1,4 @@
 import { hash } from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
 import { assert } from './app.error.js';
 
 /**
@@ -21,7 +20,8 @@ export function etagOf(record: object): string {
   return `"${hash('sha256', JSON.stringify(record), 'base64url').slice(0, 32)}"`;
 }
 
-export function ifMatchOf(request: FastifyRequest): string | undefined {
+/** The If-Match header of a request, or undefined when it is absent or blank. */
+export function ifMatchOf(request: { headers: { 'if-match'?: string } }): string | undefined {
   const value = request.headers['if-match'];
   return value === undefined || value.trim() === '' ? undefined : value;
 }

@@ -7,7 +7,7 @@ import { assert } from '../core/app.error.js';
 import { IdParam, IdsParam, RefTo } from '../core/common.schema.js';
 import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { REVALIDATE } from '../http/headers.plugin.js';
-import { requestActor } from '../audit/audit.record.js';
+import { requestActor } from '../identity/caller.js';
 import { parseId, parseIds } from '../core/ids.js';
 import { assertIfMatchFits, etagOf, ifMatchOf } from '../core/version.js';
 import { Dept, DeptCreate, DeptList, DeptListQuery, DeptNode, DeptTree, DeptUpdate } from './dept.schema.js';

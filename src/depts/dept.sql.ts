@@ -4,7 +4,7 @@ import { containing } from '../db/sql.helpers.js';
 import { assert } from '../core/app.error.js';
 import { checkIfMatch } from '../core/version.js';
 import { formatDateTime } from '../core/time.js';
-import { assertOwnTenant, type Actor } from '../auth/auth.plugin.js';
+import { assertOwnTenant, type Actor } from '../identity/caller.js';
 import { diff, recordAudit, values, type RowImage } from '../audit/audit.record.js';
 import { assertDepthFits } from './dept.depth.js';
 import type { Dept, DeptCreate, DeptListQuery, DeptNode, DeptUpdate } from './dept.schema.js';

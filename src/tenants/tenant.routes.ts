@@ -5,7 +5,7 @@ import { assert } from '../core/app.error.js';
 import { IdParam, RefTo } from '../core/common.schema.js';
 import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { PackageBo, QuotaBo, RuleBo, Tenant, TenantCreate, TenantListQuery, TenantPage, TenantUpdate } from './tenant.schema.js';
-import { requestActor } from '../audit/audit.record.js';
+import { requestActor } from '../identity/caller.js';
 import { etagOf, ifMatchOf } from '../core/version.js';
 import { createTenant, deleteTenant, getTenant, listTenants, updateTenant } from './tenant.sql.js';
 

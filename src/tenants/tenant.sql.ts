@@ -3,7 +3,8 @@ import { assert } from '../core/app.error.js';
 import { checkIfMatch } from '../core/version.js';
 import { parseInternalId } from '../core/ids.js';
 import { formatDateTime, today } from '../core/time.js';
-import { isSuperadmin, type Actor, type Caller } from '../auth/auth.plugin.js';
+import { isSuperadmin, type Actor, type Caller } from '../identity/caller.js';
+import { isStrictlyBelow, tenantsReadableBy } from '../identity/scope.js';
 import { diff, recordAudit, values, type RowImage } from '../audit/audit.record.js';
 import { PLATFORM_TENANT } from '../identity/roles.js';
 import { createDept } from '../depts/dept.sql.js';
@@ -164,24 +165,14 @@ function writableColumns(input: TenantCreate | TenantUpdate) {
 
 // ---------------------------------------------------------------- scope
 
-/**
- * Rule: which live tenants a caller sees. superadmin: all; admin: its own
- * tenant and every descendant (its code in their ancestor path); user: its
- * own tenant. Everything else answers 404.
- */
-const visibleTo = (sql: Db, caller: Caller) => {
-  if (isSuperadmin(caller)) return sql`t.del_flag = '0'`;
-  if (caller.role === 'admin') {
-    return sql`t.del_flag = '0' AND (t.tenant_id = ${caller.tenantId} OR ${caller.tenantId} = ANY (string_to_array(t.ancestors, ',')))`;
-  }
-  return sql`t.del_flag = '0' AND t.tenant_id = ${caller.tenantId}`;
-};
+/** Rule: the live tenants `t` a caller sees (identity/scope.ts); everything else answers 404. */
+const liveTenantsVisibleTo = (sql: Db, caller: Caller) => sql`t.del_flag = '0' AND ${tenantsReadableBy(sql, caller, 't')}`;
 
 /** Rule: only a strict ancestor's admin (or superadmin) changes a tenant, and never the platform tenant. */
 function assertMayChange(caller: Caller, target: { tenantId: string; ancestors: string }, verb: string): void {
   assert(target.tenantId !== PLATFORM_TENANT, 403, `The platform tenant ${PLATFORM_TENANT} cannot be ${verb} through the API`);
   assert(
-    isSuperadmin(caller) || target.ancestors.split(',').includes(caller.tenantId),
+    isSuperadmin(caller) || isStrictlyBelow(target.ancestors, caller.tenantId),
     403,
     `Only administrators of a tenant above ${target.tenantId} may change it`,
   );
@@ -191,13 +182,13 @@ function assertMayChange(caller: Caller, target: { tenantId: string; ancestors: 
 
 export async function getTenant(sql: Db, caller: Caller, id: string): Promise<Tenant | undefined> {
   const [row] = await sql<TenantRow[]>`
-    SELECT ${COLUMNS(sql)} FROM sys_tenant t WHERE t.id = ${parseInternalId(id, 'Tenant')}::bigint AND ${visibleTo(sql, caller)}`;
+    SELECT ${COLUMNS(sql)} FROM sys_tenant t WHERE t.id = ${parseInternalId(id, 'Tenant')}::bigint AND ${liveTenantsVisibleTo(sql, caller)}`;
   return row && toTenant(row);
 }
 
 export async function listTenants(sql: Db, caller: Caller, query: TenantListQuery): Promise<{ total: number; rows: Tenant[] }> {
   const where = sql`
-    ${visibleTo(sql, caller)}
+    ${liveTenantsVisibleTo(sql, caller)}
     ${query.tenantName !== undefined ? sql`AND t.tenant_name LIKE ${containing(query.tenantName)}` : sql``}
     ${query.status !== undefined ? sql`AND t.status = ${query.status}` : sql``}
     ${query.tenantParent !== undefined ? sql`AND t.tenant_parent = ${query.tenantParent}` : sql``}`;
@@ -217,12 +208,12 @@ export async function listTenants(sql: Db, caller: Caller, query: TenantListQuer
  * the caller's transaction. The parent row is share-locked so a concurrent
  * delete of the parent waits for this create (and then sees the child).
  */
-export async function createTenant(tx: Tx, caller: Caller & Actor, input: TenantCreate): Promise<string> {
+export async function createTenant(tx: Tx, caller: Caller, input: TenantCreate): Promise<string> {
   const parentCode = input.tenantParent ?? caller.tenantId;
   assert((input.username === undefined) === (input.password === undefined), 400, 'username and password are sent together or not at all');
   const [parent] = await tx<{ tenantId: string; ancestors: string }[]>`
     SELECT t.tenant_id AS "tenantId", t.ancestors FROM sys_tenant t
-    WHERE t.tenant_id = ${parentCode} AND ${visibleTo(tx, caller)}
+    WHERE t.tenant_id = ${parentCode} AND ${liveTenantsVisibleTo(tx, caller)}
     FOR SHARE`;
   if (isSuperadmin(caller)) {
     assert(parent, 400, `tenantParent ${parentCode} is not a live tenant`);
@@ -265,11 +256,11 @@ function liveToday(p: Period): boolean {
 }
 
 /** Full replacement. tenantId and tenantParent are fixed for life: repeating them is fine, changing them is 400. */
-export async function updateTenant(tx: Tx, caller: Caller & Actor, input: TenantUpdate, ifMatch?: string): Promise<void> {
+export async function updateTenant(tx: Tx, caller: Caller, input: TenantUpdate, ifMatch?: string): Promise<void> {
   const [target] = await tx<({ tenantId: string; tenantParent: string | null; ancestors: string; image: RowImage } & Period)[]>`
     SELECT t.tenant_id AS "tenantId", t.tenant_parent AS "tenantParent", t.ancestors,
            t.status, t.start_time::text AS "startTime", t.end_time::text AS "endTime", ${IMAGE(tx)} FROM sys_tenant t
-    WHERE t.id = ${parseInternalId(input.id, 'Tenant')}::bigint AND ${visibleTo(tx, caller)}
+    WHERE t.id = ${parseInternalId(input.id, 'Tenant')}::bigint AND ${liveTenantsVisibleTo(tx, caller)}
     FOR UPDATE`;
   assert(target, 404, `Tenant ${input.id} not found`);
   assertMayChange(caller, target, 'updated');
@@ -295,10 +286,10 @@ export async function updateTenant(tx: Tx, caller: Caller & Actor, input: Tenant
 }
 
 /** Logical delete, refused while live child tenants exist. */
-export async function deleteTenant(tx: Tx, caller: Caller & Actor, id: string, ifMatch?: string): Promise<void> {
+export async function deleteTenant(tx: Tx, caller: Caller, id: string, ifMatch?: string): Promise<void> {
   const [target] = await tx<{ tenantId: string; ancestors: string }[]>`
     SELECT t.tenant_id AS "tenantId", t.ancestors FROM sys_tenant t
-    WHERE t.id = ${parseInternalId(id, 'Tenant')}::bigint AND ${visibleTo(tx, caller)}
+    WHERE t.id = ${parseInternalId(id, 'Tenant')}::bigint AND ${liveTenantsVisibleTo(tx, caller)}
     FOR UPDATE`;
   assert(target, 404, `Tenant ${id} not found`);
   assertMayChange(caller, target, 'deleted');

@@ -4,7 +4,7 @@ import type { Sql } from '../db/database.js';
 import { assert } from '../core/app.error.js';
 import { IdParam, IdsParam, RefTo } from '../core/common.schema.js';
 import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.js';
-import { requestActor } from '../audit/audit.record.js';
+import { requestActor } from '../identity/caller.js';
 import { parseId, parseIds } from '../core/ids.js';
 import { assertIfMatchFits, etagOf, ifMatchOf } from '../core/version.js';
 import { User, UserCreate, UserListQuery, UserUpdate } from './user.schema.js';

@@ -5,7 +5,7 @@ import { checkIfMatch } from '../core/version.js';
 import { formatDateTime } from '../core/time.js';
 import { hashPassword } from '../auth/password.js';
 import { revokeSessionsOfUsers, revokeUserSessions } from '../auth/auth.sql.js';
-import { assertOwnTenant, type Actor } from '../auth/auth.plugin.js';
+import { assertOwnTenant, type Actor, type Caller } from '../identity/caller.js';
 import { containing } from '../db/sql.helpers.js';
 import { diff, recordAudit, values, type AuditEntry, type RowImage } from '../audit/audit.record.js';
 import type { User, UserCreate, UserListQuery, UserUpdate } from './user.schema.js';
@@ -99,7 +99,7 @@ async function lockChangeableUsers(tx: Tx, tenantId: string, userIds: number[]):
   return new Map(rows.map((r) => [r.userId, r.image]));
 }
 
-export async function updateUser(tx: Tx, actor: Actor & { userId: number }, input: UserUpdate, ifMatch?: string): Promise<void> {
+export async function updateUser(tx: Tx, actor: Caller, input: UserUpdate, ifMatch?: string): Promise<void> {
   assertOwnTenant(actor, input.tenantId, 'users');
   const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
   await lockOrganisation(tx, actor.tenantId);
@@ -132,7 +132,7 @@ function userUpdateRecords(userId: number, before: RowImage, after: RowImage, pa
   return records;
 }
 
-export async function deleteUsers(tx: Tx, actor: Actor & { userId: number }, ids: number[], ifMatch?: string): Promise<void> {
+export async function deleteUsers(tx: Tx, actor: Caller, ids: number[], ifMatch?: string): Promise<void> {
   assert(!ids.includes(actor.userId), 409, 'You cannot delete your own account');
   await lockOrganisation(tx, actor.tenantId);
   await lockChangeableUsers(tx, actor.tenantId, ids);
