@@ -2,7 +2,7 @@ import type { Db, Tx } from '../db/database.js';
 import { assert } from '../core/app.error.js';
 import { checkIfMatch } from '../core/version.js';
 import { parseInternalId } from '../core/ids.js';
-import { formatDateTime, today } from '../core/time.js';
+import { today } from '../core/time.js';
 import { isSuperadmin, type Actor, type Caller } from '../identity/caller.js';
 import { isStrictlyBelow, tenantsReadableBy } from '../identity/scope.js';
 import { diff, recordAudit, values, type RowImage } from '../audit/audit.record.js';
@@ -12,6 +12,8 @@ import { containing } from '../db/sql.helpers.js';
 import { createUser } from '../users/user.sql.js';
 import { revokeTenantSubtreeSessions } from '../auth/auth.sql.js';
 import type { Tenant, TenantCreate, TenantListQuery, TenantUpdate } from './tenant.schema.js';
+import { PACKAGE_FIELDS, QUOTA_FIELDS, RULE_FIELDS, TENANT_FIELDS } from './tenant.fields.js';
+import { AUDIT_FIELDS, fromRow, selectList, writeColumns } from '../db/fields.js';
 import { NAME_MAX } from '../core/limits.js';
 
 export const MAX_MENU_IDS = 10_000;
@@ -30,98 +32,21 @@ export function normaliseMenuIds(raw: string): string {
   return [...new Set(ids)].join(',');
 }
 
-// ---------------------------------------------------------------- row <-> DTO
+// ---------------------------------------------------------------- row <-> DTO (from the field lists in tenant.fields.ts)
 
-interface TenantRow {
-  id: string;
-  tenantId: string;
-  tenantParent: string | null;
-  ancestors: string;
-  tenantName: string;
-  startTime: string | null;
-  endTime: string | null;
-  contactUserName: string;
-  contactPhone: string;
-  companyName: string;
-  status: '0' | '1';
-  accountCount: number;
-  menuIds: string;
-  enterpriseQuery: number;
-  annualReportQuery: number;
-  chainReport: number;
-  businessReport: number;
-  riskReport: number;
-  merchant: number;
-  riskReportUsed: number;
-  zr: number;
-  credit: number;
-  pf: number;
-  modelZr: string | null;
-  modelPf: string | null;
-  modelEd: string | null;
-  catalogZr: string | null;
-  catalogPf: string | null;
-  catalogEd: string | null;
-  catalogRw: string | null;
-  createBy: string;
-  createTime: Date;
-  updateBy: string;
-  updateTime: Date | null;
-}
+const READ_FIELDS = { ...TENANT_FIELDS, ...PACKAGE_FIELDS, ...QUOTA_FIELDS, ...RULE_FIELDS, ...AUDIT_FIELDS };
 
-const COLUMNS = (sql: Db) => sql`
-  t.id::text AS id, t.tenant_id AS "tenantId", t.tenant_parent AS "tenantParent", t.ancestors,
-  t.tenant_name AS "tenantName", t.start_time::text AS "startTime", t.end_time::text AS "endTime",
-  t.contact_user_name AS "contactUserName", t.contact_phone AS "contactPhone", t.company_name AS "companyName",
-  t.status, t.account_count AS "accountCount", t.menu_ids AS "menuIds",
-  t.enterprise_query AS "enterpriseQuery", t.annual_report_query AS "annualReportQuery", t.chain_report AS "chainReport",
-  t.business_report AS "businessReport", t.risk_report AS "riskReport", t.merchant,
-  t.risk_report_used AS "riskReportUsed", t.zr, t.credit, t.pf,
-  t.model_zr AS "modelZr", t.model_pf AS "modelPf", t.model_ed AS "modelEd",
-  t.catalog_zr AS "catalogZr", t.catalog_pf AS "catalogPf", t.catalog_ed AS "catalogEd", t.catalog_rw AS "catalogRw",
-  t.create_by AS "createBy", t.create_time AS "createTime", t.update_by AS "updateBy", t.update_time AS "updateTime"`;
+const COLUMNS = (sql: Db) => selectList(sql, 't', READ_FIELDS);
 
 /** The row `t` for the audit record; the 19-digit id as text, since a JSON number would lose digits. */
 const IMAGE = (sql: Db) => sql`to_jsonb(t) || jsonb_build_object('id', t.id::text) AS image`;
 
-const toTenant = (r: TenantRow): Tenant => ({
-  id: r.id,
-  tenantId: r.tenantId,
-  tenantParent: r.tenantParent,
-  tenantName: r.tenantName,
-  startTime: r.startTime,
-  endTime: r.endTime,
-  contactUserName: r.contactUserName,
-  contactPhone: r.contactPhone,
-  companyName: r.companyName,
-  status: r.status,
-  accountCount: r.accountCount,
-  packageBo: { menuIds: r.menuIds },
-  quotaBo: {
-    enterpriseQuery: r.enterpriseQuery,
-    annualReportQuery: r.annualReportQuery,
-    chainReport: r.chainReport,
-    businessReport: r.businessReport,
-    riskReport: r.riskReport,
-    merchant: r.merchant,
-    riskReportUsed: r.riskReportUsed,
-    zr: r.zr,
-    credit: r.credit,
-    pf: r.pf,
-  },
-  ruleBo: {
-    modelZr: r.modelZr,
-    modelPf: r.modelPf,
-    modelEd: r.modelEd,
-    catalogZr: r.catalogZr,
-    catalogPf: r.catalogPf,
-    catalogEd: r.catalogEd,
-    catalogRw: r.catalogRw,
-  },
-  createBy: r.createBy,
-  createTime: formatDateTime(r.createTime),
-  updateBy: r.updateBy,
-  updateTime: formatDateTime(r.updateTime),
+const toTenant = (row: Record<string, unknown>): Tenant => ({
+  ...fromRow(row, TENANT_FIELDS),
+  packageBo: fromRow(row, PACKAGE_FIELDS),
+  quotaBo: fromRow(row, QUOTA_FIELDS),
+  ruleBo: fromRow(row, RULE_FIELDS),
+  ...fromRow(row, AUDIT_FIELDS),
 });
 
 /** The writable columns of a create or a full replacement: omitted fields get their defaults. */
@@ -131,35 +56,11 @@ function writableColumns(input: TenantCreate | TenantUpdate) {
     400,
     `startTime ${input.startTime} is after endTime ${input.endTime}`,
   );
-  const q = input.quotaBo ?? {};
-  const r = input.ruleBo ?? {};
   return {
-    tenant_name: input.tenantName,
-    company_name: input.companyName,
-    contact_user_name: input.contactUserName,
-    contact_phone: input.contactPhone,
-    start_time: input.startTime ?? null,
-    end_time: input.endTime ?? null,
-    status: input.status ?? '0',
-    account_count: input.accountCount ?? -1,
-    menu_ids: normaliseMenuIds(input.packageBo?.menuIds ?? ''),
-    enterprise_query: q.enterpriseQuery ?? 0,
-    annual_report_query: q.annualReportQuery ?? 0,
-    chain_report: q.chainReport ?? 0,
-    business_report: q.businessReport ?? 0,
-    risk_report: q.riskReport ?? 0,
-    merchant: q.merchant ?? 0,
-    risk_report_used: q.riskReportUsed ?? 0,
-    zr: q.zr ?? 0,
-    credit: q.credit ?? 0,
-    pf: q.pf ?? 0,
-    model_zr: r.modelZr ?? null,
-    model_pf: r.modelPf ?? null,
-    model_ed: r.modelEd ?? null,
-    catalog_zr: r.catalogZr ?? null,
-    catalog_pf: r.catalogPf ?? null,
-    catalog_ed: r.catalogEd ?? null,
-    catalog_rw: r.catalogRw ?? null,
+    ...writeColumns(TENANT_FIELDS, input),
+    ...writeColumns(PACKAGE_FIELDS, { menuIds: normaliseMenuIds(input.packageBo?.menuIds ?? '') }),
+    ...writeColumns(QUOTA_FIELDS, input.quotaBo ?? {}),
+    ...writeColumns(RULE_FIELDS, input.ruleBo ?? {}),
   };
 }
 
@@ -181,7 +82,7 @@ function assertMayChange(caller: Caller, target: { tenantId: string; ancestors: 
 // ---------------------------------------------------------------- reads
 
 export async function getTenant(sql: Db, caller: Caller, id: string): Promise<Tenant | undefined> {
-  const [row] = await sql<TenantRow[]>`
+  const [row] = await sql<Record<string, unknown>[]>`
     SELECT ${COLUMNS(sql)} FROM sys_tenant t WHERE t.id = ${parseInternalId(id, 'Tenant')}::bigint AND ${liveTenantsVisibleTo(sql, caller)}`;
   return row && toTenant(row);
 }
@@ -193,7 +94,7 @@ export async function listTenants(sql: Db, caller: Caller, query: TenantListQuer
     ${query.status !== undefined ? sql`AND t.status = ${query.status}` : sql``}
     ${query.tenantParent !== undefined ? sql`AND t.tenant_parent = ${query.tenantParent}` : sql``}`;
   const [count] = await sql<{ total: number }[]>`SELECT count(*) AS total FROM sys_tenant t WHERE ${where}`;
-  const rows = await sql<TenantRow[]>`
+  const rows = await sql<Record<string, unknown>[]>`
     SELECT ${COLUMNS(sql)} FROM sys_tenant t WHERE ${where}
     ORDER BY t.id
     LIMIT ${query.pageSize} OFFSET ${(query.pageNum - 1) * query.pageSize}`;

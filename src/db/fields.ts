@@ -1,0 +1,61 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import type { Db } from './database.js';
+import { DateTime, Nullable } from '../core/common.schema.js';
+import { formatDateTime } from '../core/time.js';
+
+// One field list per entity: each API field names its column, its schema
+// and, for writes, its default. The SELECT list, the row-to-DTO mapping,
+// the write columns and the TypeBox schemas are all derived from it, so a
+// field is added or renamed in one place (plus its migration).
+
+export interface Field<S extends TSchema = TSchema> {
+  column: string;
+  schema: S;
+  /** Read as text: 19-digit ids (beyond a JS number) and dates (kept as YYYY-MM-DD, not a JS Date). */
+  asText: boolean;
+  /** Turns the value read into the API's form. */
+  read?: (value: never) => unknown;
+  /** Writable fields: `required` ones must be sent; the others take `default` when omitted (full-replacement PUT). */
+  write?: { required: true } | { default: unknown };
+}
+export type Fields = Record<string, Field>;
+
+export function field<S extends TSchema>(column: string, schema: S, options: Partial<Omit<Field, 'column' | 'schema'>> = {}): Field<S> {
+  return { column, schema, asText: false, ...options };
+}
+
+/** The four bookkeeping fields every entity carries; times leave as `YYYY-MM-DD HH:mm:ss` in TZ. */
+export const AUDIT_FIELDS = {
+  createBy: field('create_by', Type.String()),
+  createTime: field('create_time', DateTime, { read: formatDateTime }),
+  updateBy: field('update_by', Type.String()),
+  updateTime: field('update_time', Nullable(DateTime), { read: formatDateTime }),
+};
+
+/** The TypeBox properties of a field list, each under its API name. */
+export function propertiesOf<F extends Fields>(fields: F): { [K in keyof F]: F[K]['schema'] } {
+  return Object.fromEntries(Object.entries(fields).map(([name, f]) => [name, f.schema])) as { [K in keyof F]: F[K]['schema'] };
+}
+
+/** `alias.column AS "name", …` for every field: rows come back keyed by API name. */
+export function selectList(sql: Db, alias: string, fields: Fields) {
+  const parts = Object.entries(fields).map(([name, f]) => sql`${sql(`${alias}.${f.column}`)}${f.asText ? sql`::text` : sql``} AS ${sql(name)}`);
+  return parts.reduce((list, part) => sql`${list}, ${part}`);
+}
+
+/** The API values of `fields` from a row read with selectList. */
+export function fromRow<F extends Fields>(row: Record<string, unknown>, fields: F): { [K in keyof F]: Static<F[K]['schema']> } {
+  const out: Record<string, unknown> = {};
+  for (const [name, f] of Object.entries(fields)) out[name] = f.read ? f.read(row[name] as never) : row[name];
+  return out as { [K in keyof F]: Static<F[K]['schema']> };
+}
+
+/** `{column: value}` of the writable fields, from what was sent, defaults for what was not. */
+export function writeColumns(fields: Fields, sent: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, f] of Object.entries(fields)) {
+    if (!f.write) continue;
+    out[f.column] = sent[name] ?? ('default' in f.write ? f.write.default : undefined);
+  }
+  return out;
+}
