@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PageOf, PageParams } from '../core/common.schema.js';
 import { ACTIONS, ENTITY_TYPES } from './audit.record.js';
 
 const literals = (values: readonly string[]) => Type.Union(values.map((v) => Type.Literal(v)));
@@ -35,11 +36,10 @@ export const AuditListQuery = Type.Object({
   tenantId: Type.Optional(Type.String({ pattern: '^[0-9]{6}$', description: 'Exact match, within what you may see' })),
   beginTime: Type.Optional(TimeBound('From (inclusive); a date alone means its start')),
   endTime: Type.Optional(TimeBound('Until (inclusive); a date alone means the whole day')),
-  pageNum: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 }),
-  pageSize: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+  ...PageParams,
 });
 
-export const AuditPage = Type.Object({ total: Type.Integer(), rows: Type.Array(Type.Ref('AuditRecord')) });
+export const AuditPage = PageOf(Type.Ref('AuditRecord'));
 
 export const ChangesQuery = Type.Object({
   after: Type.Optional(Cursor),

@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.js';
 import { containing } from '../db/sql.helpers.js';
+import { pageOf } from '../db/page.js';
 import { assert } from '../core/app.error.js';
 import { formatDateTimeMs } from '../core/time.js';
 import type { Caller } from '../identity/caller.js';
@@ -39,8 +40,8 @@ function timeBound(text: string, field: string, end: boolean): Date {
 
 /** The filtered records a caller may see, newest first, one page. */
 export async function listAudit(sql: Db, viewer: Caller, query: AuditListQuery): Promise<{ total: number; rows: AuditRecord[] }> {
-  const where = sql`
-    ${recordsVisibleTo(sql, viewer)}
+  const from = sql`
+    audit_log a WHERE ${recordsVisibleTo(sql, viewer)}
     ${query.action !== undefined ? sql`AND a.action = ${query.action}` : sql``}
     ${query.entityType !== undefined ? sql`AND a.entity_type = ${query.entityType}` : sql``}
     ${query.entityId !== undefined ? sql`AND a.entity_id = ${query.entityId}` : sql``}
@@ -48,12 +49,8 @@ export async function listAudit(sql: Db, viewer: Caller, query: AuditListQuery):
     ${query.tenantId !== undefined ? sql`AND a.tenant_id = ${query.tenantId}` : sql``}
     ${query.beginTime !== undefined ? sql`AND a.time >= ${timeBound(query.beginTime, 'beginTime', false)}` : sql``}
     ${query.endTime !== undefined ? sql`AND a.time < ${timeBound(query.endTime, 'endTime', true)}` : sql``}`;
-  const [count] = await sql<{ total: number }[]>`SELECT count(*) AS total FROM audit_log a WHERE ${where}`;
-  const rows = await sql<AuditRow[]>`
-    SELECT ${COLUMNS(sql)} FROM audit_log a WHERE ${where}
-    ORDER BY a.position DESC
-    LIMIT ${query.pageSize} OFFSET ${(query.pageNum - 1) * query.pageSize}`;
-  return { total: count!.total, rows: rows.map(toRecord) };
+  const page = await pageOf<AuditRow>(sql, { select: COLUMNS(sql), from, orderBy: sql`a.position DESC` }, query);
+  return { total: page.total, rows: page.rows.map(toRecord) };
 }
 
 /** The feed: up to `limit` visible records after the cursor, in position (commit) order. */

@@ -45,5 +45,14 @@ export const IdsParam = Type.Object({
   }),
 });
 
+/** pageNum and pageSize of every paged list; pageNum is capped so the offset stays in range. */
+export const PageParams = {
+  pageNum: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 }),
+  pageSize: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+};
+
+/** `{total, rows}`: one page of `row`s and how many there are in all. */
+export const PageOf = (row: TSchema, options: { $id?: string } = {}) => Type.Object({ total: Type.Integer(), rows: Type.Array(row) }, options);
+
 export const Phone = Type.String({ maxLength: 20, pattern: '^[0-9 +-]*$', description: 'Digits, spaces, + and -' });
 export const Email = Type.String({ maxLength: 50, format: 'email' });

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Audit, Nullable, RefTo, Status } from '../core/common.schema.js';
+import { Audit, Nullable, PageOf, PageParams, RefTo, Status } from '../core/common.schema.js';
 import { NAME_MAX } from '../core/limits.js';
 import { propertiesOf } from '../db/fields.js';
 import { PACKAGE_FIELDS, QUOTA_FIELDS, RULE_FIELDS, TENANT_FIELDS, TenantCode } from './tenant.fields.js';
@@ -80,17 +80,10 @@ export const TenantListQuery = Type.Object({
   tenantName: Type.Optional(Type.String({ maxLength: 50, description: 'Substring match' })),
   status: Type.Optional(Status),
   tenantParent: Type.Optional(TenantCode),
-  pageNum: Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 }),
-  pageSize: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+  ...PageParams,
 });
 
-export const TenantPage = Type.Object(
-  {
-    total: Type.Integer(),
-    rows: Type.Array(Type.Ref('Tenant')),
-  },
-  { $id: 'TenantPage' },
-);
+export const TenantPage = PageOf(Type.Ref('Tenant'), { $id: 'TenantPage' });
 
 export type Tenant = Static<typeof Tenant>;
 export type TenantCreate = Static<typeof TenantCreate>;
