@@ -3,7 +3,6 @@ import { lockOrganisation } from '../db/locks.js';
 import { containing } from '../db/sql.helpers.js';
 import { assert } from '../core/app.error.js';
 import { checkIfMatch } from '../core/version.js';
-import { formatDateTime } from '../core/time.js';
 import { assertOwnTenant, type Actor } from '../identity/caller.js';
 import { diff, recordAudit, values, type RowImage } from '../audit/audit.record.js';
 import { assertDepthFits } from './dept.depth.js';
@@ -21,20 +20,14 @@ import {
   trimmedName,
 } from './dept.rules.js';
 import type { Dept, DeptCreate, DeptListQuery, DeptNode, DeptUpdate } from './dept.schema.js';
+import { DEPT_FIELDS } from './dept.fields.js';
+import { fromRow, selectList, writeColumns } from '../db/fields.js';
 
-type DeptRow = Omit<Dept, 'createTime' | 'updateTime'> & { createTime: Date; updateTime: Date | null };
+type DeptRow = Record<string, unknown>;
 
-const COLUMNS = (sql: Db) => sql`
-  tenant_id AS "tenantId", dept_id AS "deptId", parent_id AS "parentId", ancestors,
-  dept_name AS "deptName", order_num AS "orderNum", leader, phone, email, status,
-  del_flag AS "delFlag", create_by AS "createBy", create_time AS "createTime",
-  update_by AS "updateBy", update_time AS "updateTime"`;
+const COLUMNS = (sql: Db) => selectList(sql, 'sys_dept', DEPT_FIELDS);
 
-const toDept = (row: DeptRow): Dept => ({
-  ...row,
-  createTime: formatDateTime(row.createTime),
-  updateTime: formatDateTime(row.updateTime),
-});
+const toDept = (row: DeptRow): Dept => fromRow(row, DEPT_FIELDS);
 
 // ---------------------------------------------------------------- reads
 
@@ -103,10 +96,12 @@ export async function createDept(tx: Tx, actor: Actor, input: DeptCreate): Promi
   assertParentEnabled(parent, input.parentId, 'enable it before adding departments under it');
   await assertDepthFits(tx, actor.tenantId, parent, input.parentId);
   const [row] = await tx<{ deptId: number; image: RowImage }[]>`
-    INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, order_num, leader, phone, email, status, create_by)
-    VALUES (${actor.tenantId}, ${input.parentId}, ${pathUnder(parent, input.parentId)}, ${deptName},
-            ${input.orderNum ?? 0}, ${input.leader ?? null}, ${input.phone ?? null}, ${input.email ?? null},
-            ${input.status ?? '0'}, ${actor.userName})
+    INSERT INTO sys_dept ${tx({
+      ...writeColumns(DEPT_FIELDS, { ...input, deptName }),
+      tenant_id: actor.tenantId,
+      ancestors: pathUnder(parent, input.parentId),
+      create_by: actor.userName,
+    })}
     RETURNING dept_id AS "deptId", to_jsonb(sys_dept) AS image`;
   await recordAudit(tx, actor, [{ action: 'dept.create', entityType: 'dept', entityId: row!.deptId, changes: values(row!.image) }]);
   return row!.deptId;
@@ -135,10 +130,8 @@ export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatc
 
   const ancestors = moved ? pathUnder(parent, input.parentId) : current.ancestors;
   const [updated] = await tx<{ image: RowImage }[]>`
-    UPDATE sys_dept SET
-      parent_id = ${input.parentId}, ancestors = ${ancestors}, dept_name = ${deptName},
-      order_num = ${input.orderNum ?? 0}, leader = ${input.leader ?? null}, phone = ${input.phone ?? null},
-      email = ${input.email ?? null}, status = ${status}, update_by = ${actor.userName}, update_time = now()
+    UPDATE sys_dept SET ${tx({ ...writeColumns(DEPT_FIELDS, { ...input, deptName }), ancestors, update_by: actor.userName })},
+      update_time = now()
     WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId}
     RETURNING to_jsonb(sys_dept) AS image`;
   // One record for the department itself; its descendants' rewritten paths follow from the move.

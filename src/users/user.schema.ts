@@ -1,26 +1,11 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Audit, DelFlag, DelFlagInput, Email, EntityId, Nullable, Phone, Status } from '../core/common.schema.js';
+import { DelFlagInput, EntityId, Status } from '../core/common.schema.js';
 import { NAME_MAX } from '../core/limits.js';
+import { propertiesOf } from '../db/fields.js';
+import { AssignableRole, USER_FIELDS } from './user.fields.js';
 
-const AssignableRole = Type.Union([Type.Literal('admin'), Type.Literal('user')]);
-
-/** A user as read. The password never appears here, so it can never be serialised. */
-export const User = Type.Object(
-  {
-    userId: EntityId,
-    tenantId: Type.String(),
-    deptId: Nullable(EntityId),
-    userName: Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: '^\\S+$', description: "Unique among the tenant's live users" }),
-    nickName: Type.String({ maxLength: NAME_MAX }),
-    email: Nullable(Email),
-    phonenumber: Nullable(Phone),
-    status: Status,
-    delFlag: DelFlag,
-    roles: Type.Array(Type.Union([AssignableRole, Type.Literal('superadmin')]), { minItems: 1, maxItems: 1 }),
-    ...Audit.properties,
-  },
-  { $id: 'User' },
-);
+/** A user as read (user.fields.ts). The password never appears here, so it can never be serialised. */
+export const User = Type.Object(propertiesOf(USER_FIELDS), { $id: 'User' });
 
 const Password = Type.String({ minLength: 8, maxLength: 128, writeOnly: true, description: 'Write-only; stored as a salted scrypt hash' });
 
