@@ -102,7 +102,7 @@ async function main(): Promise<void> {
   if (!matches) {
     app.log.warn(
       'ADMIN_PASSWORD does not match the existing platform admin: it only seeds an empty database and is ignored here. ' +
-        'To reset the password, run `npm run reset-password` (see README, "Running it safely").',
+        'To reset the password, run `npm run reset-password` (see docs/operations.md#password-reset).',
     );
   }
 }

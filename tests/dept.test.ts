@@ -381,7 +381,7 @@ describe('delete', () => {
   });
 });
 
-describe('reads beyond the contract', () => {
+describe('reads: list, tree and the choices of a new parent', () => {
   it('list filters by name substring, status and parentId, ordered by parentId, orderNum, deptId', async () => {
     const parent = await create({ deptName: unique('ListParent') });
     const b = await create({ parentId: parent, deptName: 'Zeta 100%', orderNum: 2 });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { ADMIN_PASSWORD, buildTestApp, Client, type TestApp } from './support/app.js';
 
-// Issue 2: logs never contain passwords or tokens, at the most verbose level,
+// Logs never contain passwords or tokens, at the most verbose level,
 // whether a request succeeds, is refused or fails validation.
 
 let t: TestApp;

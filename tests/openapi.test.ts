@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, createdId, type TestApp } from './support/app.js';
 
-// Issue 10: /openapi.json is a document clients can generate from: named
+// /openapi.json is a document clients can generate from: named
 // operations and schemas, every status described with a right example,
 // public routes without security, Location on creates, write-only
 // passwords, canonical paths without trailing slashes.

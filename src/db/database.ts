@@ -4,7 +4,7 @@ import { lockDataDir } from './data-dir.lock.js';
 import { watchedSocket, type Deadline } from './deadline.js';
 
 // int8 columns (ids, counts) come back as JS numbers: department and user ids
-// are JSON numbers in the contract and stay far below 2^53. The tenant's
+// are JSON numbers in the API (docs/api-rules.md) and stay far below 2^53. The tenant's
 // 19-digit snowflake id is the one exception; its queries cast it to text.
 const types = {
   bigint: {

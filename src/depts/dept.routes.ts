@@ -50,7 +50,7 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: 
     },
     async (request, reply) => {
       const deptId = await sql.begin((tx) => createDept(tx, requestActor(request), request.body));
-      // The contract's data is null; the new id travels in Location.
+      // A create answers data: null (docs/api-rules.md#requests-and-answers); the new id travels in Location.
       reply.header('location', `/system/dept-api/${deptId}`);
       return null;
     },

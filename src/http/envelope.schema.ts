@@ -30,7 +30,7 @@ export const SuccessEnvelope = Type.Object(
 /** The marker a 200 schema carries when the operation answers with a Location header (see Created). */
 export const LOCATION = 'x-location';
 
-/** The 200 of a create: data null (the contract), the new resource's path in the Location header. */
+/** The 200 of a create: data null (docs/api-rules.md#requests-and-answers), the new resource's path in the Location header. */
 export const Created = Type.Null({ [LOCATION]: "The new resource's path, e.g. /system/dept-api/101" });
 
 export type ErrorStatus = AppError['status'] | 500;

@@ -10,7 +10,7 @@ declare module 'vitest' {
 }
 
 /**
- * Chooses the database server for the whole run, as the README's Tests section says:
+ * Chooses the database server for the whole run, as docs/testing.md says:
  * DATABASE_URL when set, else PostgreSQL in a testcontainers container when
  * a Docker engine answers, else the embedded PGlite. Each test file then
  * makes its own fresh database there (tests/support/test-database.ts).
