@@ -20,7 +20,7 @@ export const DelFlagInput = Type.Literal('0', { description: 'Server-managed; on
 export const DelFlag = Type.Union([Type.Literal('0'), Type.Literal('2')], { description: '"0" exists, "2" deleted' });
 
 /** Timestamps are `YYYY-MM-DD HH:mm:ss` in the server's time zone. */
-export const DateTime = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$' });
+const DateTime = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2}:\\d{2}$' });
 
 export const Audit = Type.Object({
   createBy: Type.String(),
