@@ -1,7 +1,10 @@
-# Multi-stage build. The base image is a build argument so a locally built
-# Node image can stand in where no registry is reachable:
+# Multi-stage build on the current Node LTS (24, as .nvmrc), pinned to an
+# exact release so a rebuild gets the Node that was tested (.ci/run runs the
+# suite on this version and reads it from here). The base image is a build
+# argument so a locally built Node image can stand in where no registry is
+# reachable (.ci/containers.sh), or another supported line can be tried:
 #   docker build --build-arg NODE_IMAGE=node:26-slim -t dept-tenant-service .
-ARG NODE_IMAGE=node:26-slim
+ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app

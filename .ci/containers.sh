@@ -10,7 +10,12 @@
 # import) and kept, with Podman's storage, in a cache directory outside the
 # clone, so later runs reuse them.
 #
-#   bash .ci/containers.sh          (as root, from anywhere)
+#   bash .ci/containers.sh            (as root, from anywhere)
+#   bash .ci/containers.sh --prepare  host packages, Podman and the two base
+#                                     images only: no suite, no project image.
+#                                     .ci/run does this in the background while
+#                                     it runs the other suites; the full run
+#                                     after it then finds everything in place.
 #
 # Environment (all optional):
 #   DEPT_CI_CACHE       cache directory (default /var/cache/dept-tenant-ci)
@@ -18,6 +23,12 @@
 #                       the image is run against a fresh database created there and dropped after
 #   DEBIAN_MIRROR       Debian mirror for debootstrap (default http://deb.debian.org/debian)
 #   DEPT_CI_LOCK_WAIT   seconds to wait for another run holding the cache (default 900)
+#   CI_SUITE_NODE       directory of the `node` that runs the test suite (put first on PATH
+#                       for it; default: the node on PATH)
+#   CI_IMAGE_NODE       the node binary the stand-in Node base image is made from, with the
+#                       npm on PATH (default: the node on PATH); best the version the
+#                       Dockerfile's NODE_IMAGE names
+#   CI_SUITE_REPORT     file to copy the suite's Vitest JSON report to (for a caller's totals)
 #
 # Nothing global is changed beyond installing Debian packages: Podman reads
 # its configuration from the cache directory (CONTAINERS_CONF,
@@ -26,6 +37,16 @@
 # only, and /var/run/docker.sock is never created.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+MODE=full
+case "${1:-}" in
+  "") ;;
+  --prepare) MODE=prepare ;;
+  *)
+    echo "usage: bash .ci/containers.sh [--prepare]" >&2
+    exit 2
+    ;;
+esac
 
 CACHE="${DEPT_CI_CACHE:-/var/cache/dept-tenant-ci}"
 HOST_PG_URL="${CI_HOST_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
@@ -325,44 +346,58 @@ drop_old_versions "$PG_IMAGE" "$PG_TARBALL"
 timeout 60 podman run --rm --network=none --entrypoint postgres "$PG_IMAGE" --version
 
 # ======================================= 4. test suite via testcontainers
-part "test suite via testcontainers"
-step "DOCKER_HOST=unix://$SOCKET TESTCONTAINERS_RYUK_DISABLED=true TEST_PG_IMAGE=$PG_IMAGE npm test"
-# Ryuk's image cannot be pulled here; the containers are removed by the
-# suite's teardown, or by this script's cleanup. /.dockerenv makes
-# testcontainers think it runs inside a container and use the bridge gateway;
-# the published ports are on the host's loopback anyway.
-suite_rc=0
-long 1500 "$RUN_DIR/suite.log" env -u DATABASE_URL \
-  DOCKER_HOST="unix://$SOCKET" \
-  TESTCONTAINERS_RYUK_DISABLED=true \
-  TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 \
-  TEST_PG_IMAGE="$PG_IMAGE" \
-  npm test -- --reporter=default --reporter=json --outputFile.json="$RUN_DIR/suite.json" || suite_rc=$?
-line=$(grep -a -o '\[tests\] database: .*' "$RUN_DIR/suite.log" | head -n 1 || true)
-case "$line" in
-  *"PostgreSQL in container "*"($PG_IMAGE)"*) step "the suite ran on ${line#\[tests\] database: }" ;;
-  "") die "the suite did not say which database it used (no '[tests] database:' line)" ;;
-  *) die "the suite did not run through testcontainers: '$line'" ;;
-esac
-[ -s "$RUN_DIR/suite.json" ] || die "no test report (npm test exit $suite_rc)"
-counts=$(node -e '
-  const r = require(process.argv[1]);
-  console.log(`testcontainers: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped, ${r.testResults.length} files`);
-  process.exit(r.numFailedTests === 0 && r.numTotalTests > 0 && r.success ? 0 : 1);
-' "$RUN_DIR/suite.json") || { echo "$counts"; die "test suite failed (npm test exit $suite_rc)"; }
-echo "$counts"
-[ "$suite_rc" -eq 0 ] || die "npm test exited $suite_rc"
-left=$(timeout 60 podman ps -aq --filter label=org.testcontainers=true)
-[ -z "$left" ] || echo "note: the suite left containers behind (removed on exit): $left"
+if [ "$MODE" = full ]; then
+  part "test suite via testcontainers"
+  suite_path="${CI_SUITE_NODE:+$CI_SUITE_NODE:}$PATH"
+  step "on Node $(PATH="$suite_path" node --version): DOCKER_HOST=unix://$SOCKET TESTCONTAINERS_RYUK_DISABLED=true TEST_PG_IMAGE=$PG_IMAGE npm test"
+  # Ryuk's image cannot be pulled here; the containers are removed by the
+  # suite's teardown, or by this script's cleanup. /.dockerenv makes
+  # testcontainers think it runs inside a container and use the bridge gateway;
+  # the published ports are on the host's loopback anyway.
+  suite_rc=0
+  long 1500 "$RUN_DIR/suite.log" env -u DATABASE_URL \
+    PATH="$suite_path" \
+    DOCKER_HOST="unix://$SOCKET" \
+    TESTCONTAINERS_RYUK_DISABLED=true \
+    TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 \
+    TEST_PG_IMAGE="$PG_IMAGE" \
+    npm test -- --reporter=default --reporter=json --outputFile.json="$RUN_DIR/suite.json" || suite_rc=$?
+  line=$(grep -a -o '\[tests\] database: .*' "$RUN_DIR/suite.log" | head -n 1 || true)
+  case "$line" in
+    *"PostgreSQL in container "*"($PG_IMAGE)"*) step "the suite ran on ${line#\[tests\] database: }" ;;
+    "") die "the suite did not say which database it used (no '[tests] database:' line)" ;;
+    *) die "the suite did not run through testcontainers: '$line'" ;;
+  esac
+  [ -s "$RUN_DIR/suite.json" ] || die "no test report (npm test exit $suite_rc)"
+  [ -z "${CI_SUITE_REPORT:-}" ] || cp "$RUN_DIR/suite.json" "$CI_SUITE_REPORT"
+  counts=$(node -e '
+    const r = require(process.argv[1]);
+    console.log(`testcontainers: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests + r.numTodoTests} skipped, ${r.testResults.length} files`);
+    process.exit(r.numFailedTests === 0 && r.numTotalTests > 0 && r.success ? 0 : 1);
+  ' "$RUN_DIR/suite.json") || { echo "$counts"; die "test suite failed (npm test exit $suite_rc)"; }
+  echo "$counts"
+  [ "$suite_rc" -eq 0 ] || die "npm test exited $suite_rc"
+  left=$(timeout 60 podman ps -aq --filter label=org.testcontainers=true)
+  [ -z "$left" ] || echo "note: the suite left containers behind (removed on exit): $left"
+fi
 
 # ================================================== 5. Node base image
 part "Node base image"
-# Stands in for node:26-slim: Debian minbase, the host's Node installation
+# Stands in for the Dockerfile's NODE_IMAGE (node:<version>-bookworm-slim):
+# Debian minbase, a Node (CI_IMAGE_NODE, else the host's) and the host's npm
 # under /usr/local, and a `node` user (uid 1000), as in the official images.
-node_bin=$(readlink -f "$(command -v node)")
+dockerfile_image=$(sed -n 's/^ARG NODE_IMAGE=//p' Dockerfile)
+node_bin=$(readlink -f "${CI_IMAGE_NODE:-$(command -v node)}")
 node_prefix=$(dirname "$(dirname "$node_bin")")
-node_version=$(node --version)
+node_version=$("$node_bin" --version)
+npm_cli=$(readlink -f "$(command -v npm)")
+npm_prefix=${npm_cli%/lib/node_modules/npm/bin/npm-cli.js}
+[ "$npm_prefix" != "$npm_cli" ] || die "npm is not laid out as <prefix>/lib/node_modules/npm: $npm_cli"
 npm_version=$(npm --version 2>/dev/null)
+case "$dockerfile_image" in
+  node:"${node_version#v}"-*) step "Node $node_version stands in for $dockerfile_image" ;;
+  *) step "note: Node $node_version stands in for $dockerfile_image, which is another version (set CI_IMAGE_NODE)" ;;
+esac
 # The host's trusted CAs (this machine's egress re-signs TLS), for npm inside the build.
 ca_bundle="${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}"
 [ -s "$ca_bundle" ] || ca_bundle=""
@@ -374,7 +409,7 @@ NODE_CHANGES=(
 )
 [ -z "$ca_bundle" ] || NODE_CHANGES+=('ENV NODE_EXTRA_CA_CERTS=/usr/local/share/ca-certificates/host-ca-bundle.crt')
 node_key=$({
-  echo "$SUITE node recipe-1 $node_version $npm_version"
+  echo "$SUITE node recipe-2 $node_version $npm_version"
   printf '%s\n' "${NODE_CHANGES[@]}"
   [ -z "$ca_bundle" ] || sha256sum <"$ca_bundle"
 } | sha256sum | cut -c1-12)
@@ -386,12 +421,21 @@ build_node_root() {
   debootstrap_root "$root"
   chroot "$root" groupadd --gid 1000 node
   chroot "$root" useradd --uid 1000 --gid node --shell /bin/bash --create-home node
-  step "copying Node $node_version from $node_prefix"
-  for p in bin/node bin/npm bin/npx bin/corepack lib/node_modules/npm lib/node_modules/corepack include/node; do
-    if [ -e "$node_prefix/$p" ] || [ -L "$node_prefix/$p" ]; then parts+=("$p"); fi
+  step "copying Node $node_version from $node_prefix, npm $npm_version from $npm_prefix"
+  install -D -m 0755 "$node_bin" "$root/usr/local/bin/node"
+  if [ -d "$node_prefix/include/node" ]; then
+    mkdir -p "$root/usr/local/include"
+    tar -C "$node_prefix/include" -cf - node | tar -C "$root/usr/local/include" -xf -
+  fi
+  for p in lib/node_modules/npm lib/node_modules/corepack; do
+    if [ -e "$npm_prefix/$p" ]; then parts+=("$p"); fi
   done
-  mkdir -p "$root/usr/local"
-  tar -C "$node_prefix" -cf - "${parts[@]}" | tar -C "$root/usr/local" -xf -
+  tar -C "$npm_prefix" -cf - "${parts[@]}" | tar -C "$root/usr/local" -xf -
+  ln -s ../lib/node_modules/npm/bin/npm-cli.js "$root/usr/local/bin/npm"
+  ln -s ../lib/node_modules/npm/bin/npx-cli.js "$root/usr/local/bin/npx"
+  if [ -e "$root/usr/local/lib/node_modules/corepack/dist/corepack.js" ]; then
+    ln -s ../lib/node_modules/corepack/dist/corepack.js "$root/usr/local/bin/corepack"
+  fi
   if [ -n "$ca_bundle" ]; then
     install -D -m 0644 "$ca_bundle" "$root/usr/local/share/ca-certificates/host-ca-bundle.crt"
   fi
@@ -400,6 +444,13 @@ NODE_TARBALL="$CACHE/images/dept-ci-node-$node_key.tar"
 ensure_image "$NODE_IMAGE" "$NODE_TARBALL" build_node_root "${NODE_CHANGES[@]}"
 drop_old_versions "$NODE_IMAGE" "$NODE_TARBALL"
 timeout 60 podman run --rm --network=none "$NODE_IMAGE" sh -c 'echo "node $(node --version), npm $(npm --version), user $(id node)"'
+
+if [ "$MODE" = prepare ]; then
+  part_done
+  echo
+  echo "containers.sh --prepare: OK (images $PG_IMAGE and $NODE_IMAGE ready)"
+  exit 0
+fi
 
 # ============================================== 6. project image build
 part "project image build + checks"

@@ -3,7 +3,7 @@ import { ConfigError, loadConfig, loadEnvFile, type Config } from './config.js';
 import { openEmbedded, openPostgres, type Database } from './db/database.js';
 import { DataDirBusyError } from './db/data-dir.lock.js';
 import { waitForDatabase } from './db/startup.js';
-import { migrate } from './db/migrate.js';
+import { migrate, MigrationError } from './db/migrate.js';
 import { adminPasswordMatches, bootstrap } from './bootstrap.js';
 import { buildApp } from './app.js';
 
@@ -111,6 +111,11 @@ main().catch((err) => {
   if (err instanceof DataDirBusyError) {
     console.error(`Refusing to start: ${err.message}`);
     process.exit(73);
+  }
+  if (err instanceof MigrationError) {
+    // The database and the files in sql/ disagree: retrying will not help.
+    console.error(`Refusing to start: ${err.message}`);
+    process.exit(65);
   }
   console.error('Failed to start:', err instanceof Error ? err.message : err);
   process.exit(1);

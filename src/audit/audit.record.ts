@@ -22,9 +22,9 @@ export const ACTIONS = [
   'auth.login_failed',
   'auth.logout',
 ] as const;
-export type AuditAction = (typeof ACTIONS)[number];
+type AuditAction = (typeof ACTIONS)[number];
 export const ENTITY_TYPES = ['dept', 'user', 'tenant', 'session'] as const;
-export type EntityType = (typeof ENTITY_TYPES)[number];
+type EntityType = (typeof ENTITY_TYPES)[number];
 
 /** A row as `to_jsonb(row)` gives it: column names in snake_case. */
 export type RowImage = Record<string, unknown>;

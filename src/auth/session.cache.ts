@@ -16,7 +16,7 @@ export interface SessionCache<T> {
   clear(): void;
 }
 
-export const SESSION_CACHE_MS = 2_000;
+const SESSION_CACHE_MS = 2_000;
 /** Far above the live sessions of one node; beyond it the oldest entries go first. */
 const MAX_ENTRIES = 100_000;
 
@@ -67,7 +67,7 @@ export function createSessionCache<T>(ttlMs = SESSION_CACHE_MS, now: () => numbe
 }
 
 /** Paths whose successful writes may change who is allowed in: logout, password, users, tenants. */
-export const AUTH_WRITE_PREFIXES = ['/auth', '/system/user-api', '/system/tenant-api'];
+const AUTH_WRITE_PREFIXES = ['/auth', '/system/user-api', '/system/tenant-api'];
 
 export function isAuthRelevantWrite(method: string, url: string, status: number): boolean {
   if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || status >= 400) return false;

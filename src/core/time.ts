@@ -5,7 +5,7 @@
 
 const pad = (n: number) => String(n).padStart(2, '0');
 
-export function formatDate(d: Date): string {
+function formatDate(d: Date): string {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
 }
 

@@ -39,7 +39,7 @@ export interface Database {
  * requests into 503 within 10 s. Reconnect back-off is capped at 2 s so the
  * pool comes back soon after the database does.
  */
-export const STATEMENT_DEADLINE_MS = 5_000;
+const STATEMENT_DEADLINE_MS = 5_000;
 const CONNECT_TIMEOUT_S = 5;
 
 function connect(url: string | undefined, options: postgres.Options<typeof types>): Sql {

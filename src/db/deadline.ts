@@ -17,7 +17,7 @@ import { connect, type Socket } from 'node:net';
  * An idle connection, or one idle inside a transaction between statements,
  * is never timed out here.
  */
-export class StatementDeadlineError extends Error {
+class StatementDeadlineError extends Error {
   readonly code = 'STATEMENT_DEADLINE';
 }
 

@@ -160,7 +160,7 @@ function treeRows(tx: Db, tenantId: string) {
  * come (depth first): a node opens `,"children":[`, and the next row's depth
  * says how many open nodes to close before it.
  */
-export async function buildChart(
+async function buildChart(
   sql: Sql,
   tenantId: string,
   kind: ChartKind,

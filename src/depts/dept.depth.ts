@@ -2,7 +2,7 @@ import type { Tx } from '../db/database.js';
 import { assert } from '../core/app.error.js';
 
 /** docs/api-rules.md#departments: a top-level department is level 1; nothing goes deeper than this. */
-export const MAX_DEPT_DEPTH = 50;
+const MAX_DEPT_DEPTH = 50;
 
 /** The level of a department whose path is `ancestors` ("0" at the top: level 1). */
 const levelOf = (ancestors: string) => ancestors.split(',').length;

@@ -13,7 +13,7 @@ const { version } = JSON.parse(readFileSync(new URL('../../package.json', import
  * the document are files of this service, so nothing else is allowed. Its
  * inline SVG icons are data: URLs; Swagger UI sets a few style attributes.
  */
-export const DOCS_CSP = {
+const DOCS_CSP = {
   'default-src': ["'self'"],
   'script-src': ["'self'"],
   'style-src': ["'self'", "'unsafe-inline'"],
@@ -34,7 +34,7 @@ type Schema = Record<string, unknown>;
  * description, and scripts/openapi.ts (run by CI) refuses the document.
  * On the wire every failure is the same ErrorEnvelope.
  */
-export const FAILURES: Record<number, [description: string, example: string]> = {
+const FAILURES: Record<number, [description: string, example: string]> = {
   400: ['Invalid input; msg names the field', 'Invalid input: body.deptName must NOT have fewer than 1 characters'],
   401: [
     'Missing, malformed, expired or revoked token; at login, wrong tenant, user or password',

@@ -60,7 +60,7 @@ function decodeStrict(component: string): string | null {
 }
 
 /** The first query parameter that is not valid text, as "query.name problem", or null. */
-export function invalidQuery(url: string): string | null {
+function invalidQuery(url: string): string | null {
   const mark = url.indexOf('?');
   if (mark < 0) return null;
   for (const pair of url.slice(mark + 1).split('&')) {

@@ -11,7 +11,7 @@ import type { TenantCreate, TenantUpdate } from './tenant.schema.js';
 // The tenant rules (docs/api-rules.md#tenants), one function each, with the
 // SQL that checks it. The writes in tenant.sql.ts are lists of these calls.
 
-export const MAX_MENU_IDS = 10_000;
+const MAX_MENU_IDS = 10_000;
 
 /** Rule: the live tenants `t` a caller sees (identity/scope.ts); everything else answers 404. */
 export const liveTenantsVisibleTo = (sql: Db, caller: Caller) => sql`t.del_flag = '0' AND ${tenantsReadableBy(sql, caller, 't')}`;
@@ -107,7 +107,7 @@ export function assertLineageUnchanged(input: TenantUpdate, target: { tenantId: 
 }
 
 /** Rule: a tenant is live today when enabled and inside its service period (dates in TZ). */
-export function liveToday(p: Period): boolean {
+function liveToday(p: Period): boolean {
   const day = today();
   return p.status === '0' && (!p.startTime || p.startTime <= day) && (!p.endTime || day <= p.endTime);
 }

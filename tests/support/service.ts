@@ -57,7 +57,7 @@ export async function serviceDatabase(): Promise<ServiceDatabase> {
   };
 }
 
-export interface Exit {
+interface Exit {
   code: number | null;
   signal: NodeJS.Signals | null;
 }
