@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifySchemaValidationError } from 'fastify';
 import { AppError } from '../core/app.error.js';
 import { BODY_LIMIT_TEXT } from '../core/limits.js';
+import { discardRestOfBody } from './body.discard.js';
 
 /**
  * PostgreSQL constraint names (sql/*.sql) and what they mean to a client.
@@ -146,6 +147,11 @@ export function installErrorHandler(app: FastifyInstance): void {
     if (status >= 500) request.log.error({ err: error }, 'request failed');
     // `reason`, not `msg`: pino's own msg key would be written twice and jq would keep only one.
     else request.log.info({ status, reason: msg }, 'request refused');
+    if (status === 413) {
+      // The body is still arriving: take the rest in (bounded) so the client can read this answer, then close.
+      await discardRestOfBody(request.raw);
+      reply.header('connection', 'close');
+    }
     return reply.code(status).send({ code: status, msg: status >= 500 ? `${msg} (request id ${request.id})` : msg, data: null });
   });
 }
