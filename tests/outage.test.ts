@@ -21,7 +21,7 @@ import { run, serviceDatabase, type ServiceDatabase } from './support/service.js
 const TEN_SECONDS = 10_000;
 
 async function startAgainst(port: number) {
-  const service = run('src/main.ts', { DATABASE_URL: `postgres://app:sekrit-pw@127.0.0.1:${port}/orgchart`, DB_START_TIMEOUT: '2', PORT: '0' });
+  const service = run('main', { DATABASE_URL: `postgres://app:sekrit-pw@127.0.0.1:${port}/orgchart`, DB_START_TIMEOUT: '2', PORT: '0' });
   const exit = await service.exited;
   expect(exit.code).not.toBe(0);
   expect(exit.code).not.toBeNull();
