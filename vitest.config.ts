@@ -9,5 +9,9 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Each file opens its own database; on PGlite each is a separate in-process instance.
     fileParallelism: true,
+    // Vitest's default is one worker fewer than the cores: a single worker on the
+    // 2-core machines here. Much of a file's time is waiting (on PostgreSQL, on
+    // spawned services, on timers), so three workers keep both cores busy.
+    maxWorkers: 3,
   },
 });
