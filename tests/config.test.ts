@@ -2,9 +2,9 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { DIST } from './support/build.js';
 
 // docs/operations.md#configuration: configuration comes only from the environment, is checked
 // once at start-up, and a bad value stops the process naming the variable.
@@ -140,7 +140,8 @@ describe('the process', () => {
     try {
       const env: NodeJS.ProcessEnv = { ...process.env, PORT: 'abc', DATA_DIR: join(dataDir, 'data') };
       for (const name of ['DATABASE_URL', 'ADMIN_PASSWORD', 'JWT_SECRET', 'TOKEN_TTL', 'LOG_LEVEL', 'TZ', 'HOST']) delete env[name];
-      const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      // The built service (tests/support/build.ts), as in production.
+      const result = spawnSync(process.execPath, [join(DIST, 'main.js')], {
         cwd: join(import.meta.dirname, '..'),
         env,
         encoding: 'utf8',
@@ -159,7 +160,6 @@ describe('the process', () => {
   });
 });
 
-const ROOT = join(import.meta.dirname, '..');
 const CONFIG_VARIABLES = ['DATABASE_URL', 'DATA_DIR', 'ADMIN_PASSWORD', 'JWT_SECRET', 'TOKEN_TTL', 'LOG_LEVEL', 'TZ', 'HOST', 'PORT', 'CORS_ORIGINS'];
 
 describe('the process with a .env file', () => {
@@ -171,14 +171,7 @@ describe('the process with a .env file', () => {
       const env: NodeJS.ProcessEnv = { ...process.env };
       for (const name of CONFIG_VARIABLES) delete env[name];
       env.PORT = '0';
-      const child = spawn(
-        process.execPath,
-        ['--import', pathToFileURL(join(ROOT, 'node_modules/tsx/dist/loader.mjs')).href, join(ROOT, 'src/main.ts')],
-        {
-          cwd: dir,
-          env,
-        },
-      );
+      const child = spawn(process.execPath, [join(DIST, 'main.js')], { cwd: dir, env });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (chunk) => (stdout += chunk));

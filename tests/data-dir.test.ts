@@ -64,7 +64,7 @@ describe.skipIf(inject('databaseUrl'))('services on one DATA_DIR', () => {
 
   it('a later second process is refused within seconds while the owner keeps serving', async () => {
     const started = performance.now();
-    const second = run('src/main.ts', { DATA_DIR: dir, PORT: '0', HOST: '127.0.0.1' });
+    const second = run('main', { DATA_DIR: dir, PORT: '0', HOST: '127.0.0.1' });
     processes.push(second);
     const exit = await second.exited;
     expect(exit.code).toBe(73);

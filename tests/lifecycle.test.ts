@@ -3,8 +3,6 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
-import { bootstrap } from '../src/bootstrap.js';
-import { migrate } from '../src/db/migrate.js';
 import { openTestDatabase } from './support/test-database.js';
 
 // src/http/lifecycle.ts: the request deadline answers 503 for a request whose
@@ -17,9 +15,8 @@ let app: FastifyInstance;
 let close: () => Promise<void>;
 
 beforeAll(async () => {
+  // Migrated and bootstrapped already (the run's template).
   const db = await openTestDatabase();
-  await migrate(db.sql);
-  await bootstrap(db.sql, 'lifecycle-pw-1');
   app = await buildApp({
     sql: db.sql,
     config: { jwtSecret: undefined, tokenTtl: 600, logLevel: 'silent' },

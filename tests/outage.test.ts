@@ -1,6 +1,6 @@
 import { createServer, type Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, type ExpectStatic } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { bootstrap } from '../src/bootstrap.js';
 import { openPostgres, type Database } from '../src/db/database.js';
@@ -20,8 +20,8 @@ import { run, serviceDatabase, type ServiceDatabase } from './support/service.js
 
 const TEN_SECONDS = 10_000;
 
-async function startAgainst(port: number) {
-  const service = run('src/main.ts', { DATABASE_URL: `postgres://app:sekrit-pw@127.0.0.1:${port}/orgchart`, DB_START_TIMEOUT: '2', PORT: '0' });
+async function startAgainst(port: number, expect: ExpectStatic) {
+  const service = run('main', { DATABASE_URL: `postgres://app:sekrit-pw@127.0.0.1:${port}/orgchart`, DB_START_TIMEOUT: '2', PORT: '0' });
   const exit = await service.exited;
   expect(exit.code).not.toBe(0);
   expect(exit.code).not.toBeNull();
@@ -31,23 +31,24 @@ async function startAgainst(port: number) {
   return output;
 }
 
-describe('start-up against a database that is not there', () => {
-  it('retries a refusing port with back-off for DB_START_TIMEOUT, then exits non-zero naming it', async () => {
+// The two start-ups wait out their DB_START_TIMEOUT side by side.
+describe.concurrent('start-up against a database that is not there', () => {
+  it('retries a refusing port with back-off for DB_START_TIMEOUT, then exits non-zero naming it', async ({ expect }) => {
     const probe = createServer();
     await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
     const port = (probe.address() as { port: number }).port;
     await new Promise((resolve) => probe.close(resolve));
-    expect(await startAgainst(port)).toMatch(/not answering \(.*ECONNREFUSED.*\); retrying in/);
+    expect(await startAgainst(port, expect)).toMatch(/not answering \(.*ECONNREFUSED.*\); retrying in/);
   });
 
-  it('gives up on a listener that accepts and never answers after DB_START_TIMEOUT, never showing the password', async () => {
+  it('gives up on a listener that accepts and never answers after DB_START_TIMEOUT, never showing the password', async ({ expect }) => {
     // Accepts connections and never says a word.
     const sockets: Socket[] = [];
     const silent = createServer((s) => sockets.push(s));
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const port = (silent.address() as { port: number }).port;
     try {
-      await startAgainst(port);
+      await startAgainst(port, expect);
     } finally {
       for (const s of sockets) s.destroy();
       silent.close();

@@ -120,19 +120,19 @@ describe('admin recovery', () => {
 
     if (db.kind === 'embedded') {
       // The command opens DATA_DIR itself, so it refuses while the service owns it.
-      const refused = run('src/reset-password.ts', { ...db.env, NEW_PASSWORD: 'new-admin-pw-1' });
+      const refused = run('reset-password', { ...db.env, NEW_PASSWORD: 'new-admin-pw-1' });
       const exit = await refused.exited;
       expect(exit.code).not.toBe(0);
       expect(refused.output()).toContain('Stop the service first');
       await service.stop();
     }
 
-    const reset = run('src/reset-password.ts', { ...db.env, NEW_PASSWORD: 'new-admin-pw-1' });
+    const reset = run('reset-password', { ...db.env, NEW_PASSWORD: 'new-admin-pw-1' });
     expect((await reset.exited).code).toBe(0);
     expect(reset.output()).toContain('Password of "admin" in tenant 000000 reset');
     expect(reset.output()).not.toContain('new-admin-pw-1');
 
-    const bossReset = run('src/reset-password.ts', db.env, ['--tenant', tenantId, '--user', 'boss']);
+    const bossReset = run('reset-password', db.env, ['--tenant', tenantId, '--user', 'boss']);
     expect((await bossReset.exited).code).toBe(0);
     const bossPassword = /New password: (\S+)/.exec(bossReset.output())?.[1];
     expect(bossPassword).toBeTruthy();

@@ -85,7 +85,12 @@ export function openPostgres(url: string, max = 10): Database {
  * their transactions. A data directory has one owner process (data-dir.lock.ts);
  * opening one that another process holds throws DataDirBusyError.
  */
-export async function openEmbedded(dataDir: string | undefined): Promise<Database> {
+export interface EmbeddedOptions {
+  /** A data directory tarball (from dumpDataDir) to start from instead of an empty database; tests use it for a prepared template. */
+  loadDataDir?: Blob;
+}
+
+export async function openEmbedded(dataDir: string | undefined, options: EmbeddedOptions = {}): Promise<Database & { dumpDataDir(): Promise<Blob> }> {
   const { PGlite } = await import('@electric-sql/pglite');
   const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
   if (dataDir !== undefined) await mkdir(dataDir, { recursive: true });
@@ -94,7 +99,10 @@ export async function openEmbedded(dataDir: string | undefined): Promise<Databas
   // in never shrinks: PGlite's default 128 MB would be resident from the first
   // second. 16 MB holds the hot pages (the chart cache spares the big scans);
   // the rest is read through the file system's page cache.
-  const db = await PGlite.create(dataDir, { startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'] }).catch(
+  const db = await PGlite.create(dataDir, {
+    startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'],
+    ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+  }).catch(
     async (err: unknown) => {
       await lock?.release();
       throw err;
@@ -112,6 +120,8 @@ export async function openEmbedded(dataDir: string | undefined): Promise<Databas
     // In-process: it cannot fall silent while this process runs.
     deadline: { ms: 0 },
     description: dataDir === undefined ? 'embedded PGlite (in memory)' : `embedded PGlite in ${dataDir}`,
+    /** The data directory as an uncompressed tarball, for loadDataDir. */
+    dumpDataDir: () => db.dumpDataDir('none'),
     async close() {
       await sql.end({ timeout: 5 });
       await server.stop();

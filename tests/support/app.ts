@@ -1,12 +1,11 @@
 import type { FastifyInstance, InjectOptions } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import type { AuditOptions } from '../../src/audit/audit.plugin.js';
-import { bootstrap } from '../../src/bootstrap.js';
 import type { Sql } from '../../src/db/database.js';
-import { migrate } from '../../src/db/migrate.js';
+import { ADMIN_PASSWORD } from './constants.js';
 import { openTestDatabase } from './test-database.js';
 
-export const ADMIN_PASSWORD = 'admin-password-1';
+export { ADMIN_PASSWORD };
 
 export interface Reply<T = unknown> {
   status: number;
@@ -66,16 +65,18 @@ export function createdId(reply: Reply): number {
   return id;
 }
 
-/** A migrated, bootstrapped database of its own and the app on it, with the superadmin signed in. */
-export async function buildTestApp(options: { tokenTtl?: number; audit?: AuditOptions } = {}): Promise<TestApp> {
+/**
+ * A migrated, bootstrapped database of its own (a copy of the run's template,
+ * tests/support/test-database.ts) and the app on it, with the superadmin signed in.
+ */
+export async function buildTestApp(options: { tokenTtl?: number; audit?: AuditOptions; sessionCacheMs?: number } = {}): Promise<TestApp> {
   const db = await openTestDatabase();
-  await migrate(db.sql);
-  await bootstrap(db.sql, ADMIN_PASSWORD);
   const app = await buildApp({
     sql: db.sql,
     config: { jwtSecret: undefined, tokenTtl: options.tokenTtl ?? 7200, logLevel: 'silent' },
     logger: false,
     audit: options.audit,
+    sessionCacheMs: options.sessionCacheMs,
   });
   await app.ready();
   const anon = new Client(app);

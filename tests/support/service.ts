@@ -1,16 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { inject } from 'vitest';
+import { DIST, ROOT } from './build.js';
 
 // Real processes for the operation tests : the service started with
-// `node --import tsx src/main.ts` on a database of its own, talked to over
+// `node dist/main.js` (built from src/ by the global setup at the start of
+// every run, tests/support/build.ts) on a database of its own, talked to over
 // loopback HTTP, stopped by its PID.
-
-const ROOT = join(import.meta.dirname, '..', '..');
 
 /** Variables of the parent's environment that must not leak into a spawned service. */
 const OURS = [
@@ -34,11 +34,18 @@ export interface ServiceDatabase {
   dispose(): Promise<void>;
 }
 
-/** A new PostgreSQL database on the test server (by URL), or an empty DATA_DIR when the suite runs on PGlite. */
+/**
+ * A new, empty PostgreSQL database on the test server (by URL), or when the
+ * suite runs on PGlite a DATA_DIR holding an empty database: a copy of the
+ * cluster the global setup initialised once (initdb is most of a first start
+ * on PGlite). Either way the service migrates and bootstraps it itself. Tests
+ * of a first start in an empty directory make their own directory instead.
+ */
 export async function serviceDatabase(): Promise<ServiceDatabase> {
   const serverUrl = inject('databaseUrl');
   if (!serverUrl) {
     const dir = await mkdtemp(join(tmpdir(), 'ops-data-'));
+    await cp(inject('emptyClusterDir'), dir, { recursive: true });
     return { kind: 'embedded', env: { DATA_DIR: dir }, dispose: () => rm(dir, { recursive: true, force: true }) };
   }
   // The name is ours (prefix + hex), never input.
@@ -68,11 +75,14 @@ export interface Run {
   exited: Promise<Exit>;
 }
 
-/** Spawns `node --import tsx <script> [args]` with only the given service variables. */
-export function run(script: string, env: Record<string, string>, args: string[] = []): Run {
+/** The built entry points. */
+export type Entry = 'main' | 'reset-password';
+
+/** Spawns `node dist/<entry>.js [args]` with only the given service variables. */
+export function run(entry: Entry, env: Record<string, string>, args: string[] = []): Run {
   const clean = { ...process.env };
   for (const name of OURS) delete clean[name];
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+  const child = spawn(process.execPath, [join(DIST, `${entry}.js`), ...args], {
     cwd: ROOT,
     env: { ...clean, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -93,7 +103,7 @@ export interface Service extends Run {
 
 /** Starts the service on port 0 and resolves once it listens (the port comes from its log). */
 export async function startService(env: Record<string, string>, timeoutMs = 120_000): Promise<Service> {
-  const r = run('src/main.ts', { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env });
+  const r = run('main', { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env });
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => {
       r.child.kill('SIGKILL');
