@@ -45,7 +45,7 @@ describe('migration checksums (migrate on a directory of its own)', () => {
   let db: Database;
   let dir: string;
   beforeAll(async () => {
-    db = await openTestDatabase();
+    db = await openTestDatabase({ empty: true });
     dir = await mkdtemp(join(tmpdir(), 'migrate-'));
   });
   afterAll(async () => {
@@ -134,7 +134,7 @@ describe('migration checksums through the real start', () => {
       await db.sql`UPDATE schema_migrations SET checksum = ${ranWith} WHERE version = '002_security.sql'`;
       await db.sql`INSERT INTO schema_migrations (version, checksum) VALUES ('999_from_newer_code.sql', ${sha256('x')})`;
     });
-    const refused = run('src/main.ts', { ...target.env, PORT: '0', HOST: '127.0.0.1', ADMIN_PASSWORD: 'migrate-pw-1' });
+    const refused = run('main', { ...target.env, PORT: '0', HOST: '127.0.0.1', ADMIN_PASSWORD: 'migrate-pw-1' });
     const exit = await refused.exited;
     const output = refused.output();
     expect(exit.code, output).toBe(65);
