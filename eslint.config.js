@@ -60,6 +60,19 @@ const importBoundaries = [
   below(['src/depts/*.{sql,schema,chart,depth,rules,fields}.ts'], ['auth', 'users', 'tenants'], 'department rules sit below users and tenants.'),
   below(['src/users/*.{sql,schema,rules,fields}.ts'], ['tenants'], 'user rules sit below tenants.'),
   below(['src/core/**', 'src/identity/**', 'src/db/**'], ['audit', 'auth', 'depts', 'users', 'tenants'], 'Foundations import no rules.'),
+  {
+    // The audit room's web files (routes, plugin, stream) may use Fastify, but still not auth or the
+    // resources: what they need of auth (is a follower's session still live?) is handed in by app.ts.
+    files: ['src/audit/audit.{routes,plugin,stream}.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [{ group: domain('auth', 'depts', 'users', 'tenants'), message: 'audit comes first: nothing of auth, depts, users or tenants.' }],
+        },
+      ],
+    },
+  },
 ];
 
 export default tseslint.config(

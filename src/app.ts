@@ -16,7 +16,7 @@ import { OneLinePerRequest } from './http/request.log.js';
 import { registerOpenApi } from './http/openapi.js';
 import { headersPlugin } from './http/headers.plugin.js';
 import { authPlugin } from './auth/auth.plugin.js';
-import { sharedJwtSecret } from './auth/auth.sql.js';
+import { sessionIsLive, sharedJwtSecret } from './auth/auth.sql.js';
 import { authRoutes } from './auth/auth.routes.js';
 import { deptRoutes } from './depts/dept.routes.js';
 import { userRoutes } from './users/user.routes.js';
@@ -110,6 +110,10 @@ export async function buildApp({
   await app.register(deptRoutes, { sql, prefix: '/system/dept-api', chartCacheBytes: (config.chartCacheMb ?? DEFAULT_CHART_CACHE_MB) * 2 ** 20 });
   await app.register(userRoutes, { sql, prefix: '/system/user-api' });
   await app.register(tenantRoutes, { sql, prefix: '/system/tenant-api' });
-  await app.register(auditPlugin, { sql, audit: { retentionDays: config.auditRetentionDays, ...audit } });
+  await app.register(auditPlugin, {
+    sql,
+    audit: { retentionDays: config.auditRetentionDays, ...audit },
+    sessionIsLive: (viewer) => sessionIsLive(sql, viewer),
+  });
   return app;
 }

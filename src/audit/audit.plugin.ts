@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import type { Sql } from '../db/database.js';
+import type { Caller } from '../identity/caller.js';
 import { AuditFeed, within, type NotifyMode } from './audit.feed.js';
 import { auditRoutes } from './audit.routes.js';
 import { purgeAudit } from './audit.sql.js';
@@ -35,38 +36,40 @@ const PURGE_INTERVAL_MS = 6 * 60 * 60 * 1000;
  * so followers never hold up shutdown) and retention (at start, then every
  * six hours).
  */
-export const auditPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; audit?: AuditOptions }) => {
-  const { sql } = opts;
-  const options = opts.audit ?? {};
-  const notify = options.notify ?? (sql.options.max > 1 ? 'listen' : 'local');
-  const feed = new AuditFeed(sql, notify, app.log);
-  await feed.start();
-  const streams = new AuditStreams(sql, feed, { ...STREAM_DEFAULTS, ...options.stream }, app.log);
-  app.decorate('auditStreams', streams);
+export const auditPlugin = fp(
+  async (app: FastifyInstance, opts: { sql: Sql; audit?: AuditOptions; sessionIsLive: (viewer: Caller) => Promise<boolean> }) => {
+    const { sql } = opts;
+    const options = opts.audit ?? {};
+    const notify = options.notify ?? (sql.options.max > 1 ? 'listen' : 'local');
+    const feed = new AuditFeed(sql, notify, app.log);
+    await feed.start();
+    const streams = new AuditStreams(sql, feed, { ...STREAM_DEFAULTS, ...options.stream }, app.log, opts.sessionIsLive);
+    app.decorate('auditStreams', streams);
 
-  // Records are written with no position; give them one once the request's transaction has committed.
-  app.addHook('onResponse', (request, _reply, done) => {
-    if (request.method !== 'GET' && request.method !== 'HEAD' && auditSwitch.enabled) feed.kick();
-    done();
-  });
+    // Records are written with no position; give them one once the request's transaction has committed.
+    app.addHook('onResponse', (request, _reply, done) => {
+      if (request.method !== 'GET' && request.method !== 'HEAD' && auditSwitch.enabled) feed.kick();
+      done();
+    });
 
-  const retentionDays = options.retentionDays ?? 365;
-  let purging: Promise<unknown> = Promise.resolve();
-  const purge = () => {
-    purging = purgeAudit(sql, retentionDays)
-      .then((deleted) => deleted > 0 && app.log.info({ deleted, retentionDays }, 'audit records purged'))
-      .catch((err: unknown) => app.log.warn({ err }, 'audit purge failed; retried at the next run'));
-  };
-  const purgeTimer = setInterval(purge, PURGE_INTERVAL_MS);
-  purgeTimer.unref();
-  app.addHook('onReady', async () => purge());
+    const retentionDays = options.retentionDays ?? 365;
+    let purging: Promise<unknown> = Promise.resolve();
+    const purge = () => {
+      purging = purgeAudit(sql, retentionDays)
+        .then((deleted) => deleted > 0 && app.log.info({ deleted, retentionDays }, 'audit records purged'))
+        .catch((err: unknown) => app.log.warn({ err }, 'audit purge failed; retried at the next run'));
+    };
+    const purgeTimer = setInterval(purge, PURGE_INTERVAL_MS);
+    purgeTimer.unref();
+    app.addHook('onReady', async () => purge());
 
-  app.addHook('preClose', async () => streams.close());
-  app.addHook('onClose', async () => {
-    clearInterval(purgeTimer);
-    await within(2000, purging);
-    await feed.close();
-  });
+    app.addHook('preClose', async () => streams.close());
+    app.addHook('onClose', async () => {
+      clearInterval(purgeTimer);
+      await within(2000, purging);
+      await feed.close();
+    });
 
-  await app.register(auditRoutes, { sql, feed, streams, prefix: '/system/audit-api' });
-});
+    await app.register(auditRoutes, { sql, feed, streams, prefix: '/system/audit-api' });
+  },
+);

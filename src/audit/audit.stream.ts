@@ -2,7 +2,6 @@ import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import type { Sql } from '../db/database.js';
 import type { Caller } from '../identity/caller.js';
-import { accountProblem, findSession } from '../auth/auth.sql.js';
 import type { AuditFeed } from './audit.feed.js';
 import { changesAfter } from './audit.sql.js';
 
@@ -45,6 +44,8 @@ export class AuditStreams {
     private readonly feed: AuditFeed,
     private readonly options: StreamOptions,
     private readonly log: FastifyBaseLogger,
+    /** Whether a follower's session still admits it (auth's rule, handed in by app.ts so audit never imports auth). */
+    private readonly sessionIsLive: (viewer: Caller) => Promise<boolean>,
   ) {
     this.unsubscribe = feed.onPositions(() => {
       for (const client of this.clients) void this.pump(client);
@@ -170,8 +171,7 @@ export class AuditStreams {
     for (const client of this.clients) {
       if (!this.send(client, ': keep-alive\n\n')) continue;
       try {
-        const principal = await findSession(this.sql, client.viewer.tenantId, client.viewer.sessionId);
-        if (!principal || principal.revoked || accountProblem(principal)) this.end(client);
+        if (!(await this.sessionIsLive(client.viewer))) this.end(client);
       } catch (err) {
         this.log.warn({ err }, 'audit stream session check failed');
       }

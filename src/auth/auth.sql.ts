@@ -120,6 +120,12 @@ export async function findSession(sql: Db, tenantId: string, sessionId: string) 
   return row;
 }
 
+/** Whether the session behind `caller` still admits it: unexpired, not revoked, its user and tenant chain live. */
+export async function sessionIsLive(sql: Db, caller: { tenantId: string; sessionId: string }): Promise<boolean> {
+  const session = await findSession(sql, caller.tenantId, caller.sessionId);
+  return Boolean(session && !session.revoked && !accountProblem(session));
+}
+
 export async function createSession(sql: Db, tenantId: string, userId: number, ttlSeconds: number): Promise<string> {
   const sessionId = randomUUID();
   await sql`
