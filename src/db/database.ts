@@ -102,12 +102,10 @@ export async function openEmbedded(dataDir: string | undefined, options: Embedde
   const db = await PGlite.create(dataDir, {
     startParams: [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB'],
     ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
-  }).catch(
-    async (err: unknown) => {
-      await lock?.release();
-      throw err;
-    },
-  );
+  }).catch(async (err: unknown) => {
+    await lock?.release();
+    throw err;
+  });
   const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 1 });
   await server.start();
   const [host, port] = server.getServerConn().split(':');
