@@ -18,7 +18,9 @@ let tenantId: string;
 let root: number;
 
 beforeAll(async () => {
-  t = await buildTestApp();
+  // The 6,000-department chart below is about bytes, not the request deadline (tests/lifecycle.test.ts):
+  // a loaded CI machine must not turn its first, uncached build into a 503.
+  t = await buildTestApp({ requestDeadlineMs: 60_000 });
   ({ tenantId, rootDeptId: root, admin } = await createTenantWithAdmin(t));
   node2 = await buildApp({ sql: t.sql, config: { jwtSecret: undefined, tokenTtl: 7200, logLevel: 'silent' }, logger: false });
 });

@@ -69,7 +69,9 @@ export function createdId(reply: Reply): number {
  * A migrated, bootstrapped database of its own (a copy of the run's template,
  * tests/support/test-database.ts) and the app on it, with the superadmin signed in.
  */
-export async function buildTestApp(options: { tokenTtl?: number; audit?: AuditOptions; sessionCacheMs?: number } = {}): Promise<TestApp> {
+export async function buildTestApp(
+  options: { tokenTtl?: number; audit?: AuditOptions; sessionCacheMs?: number; requestDeadlineMs?: number } = {},
+): Promise<TestApp> {
   const db = await openTestDatabase();
   const app = await buildApp({
     sql: db.sql,
@@ -77,6 +79,7 @@ export async function buildTestApp(options: { tokenTtl?: number; audit?: AuditOp
     logger: false,
     audit: options.audit,
     sessionCacheMs: options.sessionCacheMs,
+    requestDeadlineMs: options.requestDeadlineMs,
   });
   await app.ready();
   const anon = new Client(app);
