@@ -180,7 +180,7 @@ async function prepare(size: number, jwtSecret: string): Promise<Prepared> {
     await admin.unsafe(`CREATE DATABASE ${name}`);
     const dbUrl = new URL(url);
     dbUrl.pathname = `/${name}`;
-    const db = openPostgres(dbUrl.toString(), 2);
+    const db = openPostgres(dbUrl.toString(), { max: 2 });
     await migrate(db.sql);
     await bootstrap(db.sql, PASSWORD);
     const ids = await seed(db.sql, size);

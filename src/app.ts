@@ -7,6 +7,7 @@ import type { Sql } from './db/database.js';
 import { envelopePlugin } from './http/envelope.plugin.js';
 import { lifecyclePlugin, REQUEST_DEADLINE_MS } from './http/lifecycle.js';
 import { installErrorHandler } from './http/error.handler.js';
+import { retryReads } from './http/read.retry.js';
 import { buildValidator } from './http/validation.js';
 import { installJsonParser } from './http/json.parser.js';
 import { refuseInvalidQueryText } from './http/unicode.js';
@@ -27,6 +28,8 @@ import { auditPlugin, type AuditOptions } from './audit/audit.plugin.js';
 
 export interface AppOptions {
   sql: Sql;
+  /** For LISTEN, which a transaction pooler cannot carry (Database.direct); default `sql`. */
+  directSql?: Sql;
   config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'> & Partial<Pick<Config, 'corsOrigins' | 'chartCacheMb' | 'auditRetentionDays'>>;
   /** Audit feed internals (notification mode, stream timings); tests set them. */
   audit?: AuditOptions;
@@ -60,6 +63,7 @@ function stdoutLog() {
  */
 export async function buildApp({
   sql,
+  directSql = sql,
   config,
   logger,
   logStream,
@@ -96,6 +100,7 @@ export async function buildApp({
   refuseInvalidQueryText(app);
 
   installErrorHandler(app);
+  retryReads(app);
   await app.register(envelopePlugin);
   await app.register(headersPlugin, { corsOrigins: config.corsOrigins });
   await app.register(lifecyclePlugin, { requestDeadlineMs });
@@ -112,6 +117,7 @@ export async function buildApp({
   await app.register(tenantRoutes, { sql, prefix: '/system/tenant-api' });
   await app.register(auditPlugin, {
     sql,
+    listenSql: directSql,
     audit: { retentionDays: config.auditRetentionDays, ...audit },
     sessionIsLive: (viewer) => sessionIsLive(sql, viewer),
   });

@@ -2,6 +2,7 @@ import type { Sql } from './db/database.js';
 import { LOCK } from './db/locks.js';
 import { PLATFORM_TENANT } from './identity/roles.js';
 import { hashPassword, randomPassword, verifyPassword } from './auth/password.js';
+import { transaction } from './db/retry.js';
 
 /**
  * docs/operations.md#first-start: an empty database gets the platform tenant 000000, its root
@@ -10,7 +11,7 @@ import { hashPassword, randomPassword, verifyPassword } from './auth/password.js
  * generated, for the caller to print once.
  */
 export async function bootstrap(sql: Sql, adminPassword: string | undefined): Promise<{ generatedPassword?: string }> {
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(${LOCK.bootstrap}, 0)`;
     const [exists] = await tx`SELECT 1 FROM sys_tenant WHERE tenant_id = ${PLATFORM_TENANT}`;
     if (exists) return {};

@@ -4,12 +4,17 @@
 // behaviour.
 import { existsSync } from 'node:fs';
 import { DEFAULT_TOKEN_TTL } from './core/limits.js';
+import { DatabaseUrlError, parseDatabaseUrl } from './db/url.js';
 
 export interface Config {
   port: number;
   host: string;
   /** PostgreSQL URL; undefined selects the embedded PGlite in dataDir. */
   databaseUrl: string | undefined;
+  /** The server itself or a session pool, for LISTEN and migrations, when DATABASE_URL is a transaction pooler. */
+  databaseDirectUrl: string | undefined;
+  /** Named prepared statements; false behind a transaction pooler that cannot keep them (PgBouncer 1.18). */
+  dbPrepare: boolean;
   dataDir: string;
   adminPassword: string | undefined;
   jwtSecret: string | undefined;
@@ -58,6 +63,26 @@ function text(env: NodeJS.ProcessEnv, name: string): string | undefined {
   return raw === undefined || raw === '' ? undefined : raw;
 }
 
+function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = text(env, name);
+  if (raw === undefined) return fallback;
+  if (raw !== 'true' && raw !== 'false') throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+  return raw === 'true';
+}
+
+/** A libpq-style URL, possibly with several hosts (src/db/url.ts); the error never repeats the URL, which may hold a password. */
+function postgresUrl(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const raw = text(env, name);
+  if (raw === undefined) return undefined;
+  try {
+    parseDatabaseUrl(raw);
+  } catch (err) {
+    if (err instanceof DatabaseUrlError) throw new ConfigError(`${name} ${err.message}`);
+    throw err;
+  }
+  return raw;
+}
+
 /** CORS_ORIGINS: comma-separated origins such as https://admin.example.com, or `*` for any. */
 function origins(env: NodeJS.ProcessEnv): string[] | undefined {
   const raw = text(env, 'CORS_ORIGINS');
@@ -81,9 +106,10 @@ function origins(env: NodeJS.ProcessEnv): string[] | undefined {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const databaseUrl = text(env, 'DATABASE_URL');
-  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    throw new ConfigError('DATABASE_URL must start with postgres:// or postgresql://');
+  const databaseUrl = postgresUrl(env, 'DATABASE_URL');
+  const databaseDirectUrl = postgresUrl(env, 'DATABASE_DIRECT_URL');
+  if (databaseDirectUrl !== undefined && databaseUrl === undefined) {
+    throw new ConfigError('DATABASE_DIRECT_URL is only used with DATABASE_URL; set both, or neither for the embedded database');
   }
   const logLevel = text(env, 'LOG_LEVEL') ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) {
@@ -109,6 +135,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: integer(env, 'PORT', 8080, 0, 65535),
     host: text(env, 'HOST') ?? '0.0.0.0',
     databaseUrl,
+    databaseDirectUrl,
+    dbPrepare: boolean(env, 'DB_PREPARE', true),
     dataDir: text(env, 'DATA_DIR') ?? './data',
     adminPassword,
     jwtSecret,

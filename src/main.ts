@@ -3,12 +3,13 @@ import { ConfigError, loadConfig, loadEnvFile, type Config } from './config.js';
 import { openEmbedded, openPostgres, type Database } from './db/database.js';
 import { DataDirBusyError } from './db/data-dir.lock.js';
 import { waitForDatabase } from './db/startup.js';
+import { guardDriverCrash } from './db/driver.guard.js';
 import { migrate, MigrationError } from './db/migrate.js';
 import { adminPasswordMatches, bootstrap } from './bootstrap.js';
 import { buildApp } from './app.js';
 
 async function openDatabase(config: Config): Promise<Database> {
-  if (config.databaseUrl) return openPostgres(config.databaseUrl);
+  if (config.databaseUrl) return openPostgres(config.databaseUrl, { prepare: config.dbPrepare, directUrl: config.databaseDirectUrl });
   keepHeapSmall();
   return openEmbedded(config.dataDir);
 }
@@ -41,14 +42,17 @@ async function main(): Promise<void> {
     throw err;
   }
 
+  guardDriverCrash((message) => console.error(message));
   const db = await openDatabase(config);
-  await waitForDatabase(db, config.dbStartTimeout, (error, retryInMs) =>
-    console.error(`${db.description} not answering (${error}); retrying in ${(retryInMs / 1000).toFixed(1)} s`),
+  await waitForDatabase(db, config.dbStartTimeout, ({ refused, reason }, retryInMs) =>
+    console.error(
+      `${db.description} ${refused ? 'refused the connection' : 'not answering'} (${reason}); retrying in ${(retryInMs / 1000).toFixed(1)} s`,
+    ),
   );
   // Migrations may legitimately run long (an index on a big table, another node's turn first).
   const statementDeadline = db.deadline.ms;
   db.deadline.ms = 0;
-  const applied = await migrate(db.sql);
+  const applied = await migrate(db.direct);
   db.deadline.ms = statementDeadline;
   const { generatedPassword } = await bootstrap(db.sql, config.adminPassword);
   if (generatedPassword) {
@@ -58,7 +62,7 @@ async function main(): Promise<void> {
     process.stdout.write(`\nGenerated password of user "admin" in tenant 000000 (shown once): ${generatedPassword}\n\n`);
   }
 
-  const app = await buildApp({ sql: db.sql, config });
+  const app = await buildApp({ sql: db.sql, directSql: db.direct, config });
   app.log.info({ database: db.description, migrations: applied }, 'database ready');
   await app.listen({ port: config.port, host: config.host });
 

@@ -7,6 +7,7 @@ import { waitForDatabase } from './db/startup.js';
 import { hashPassword, randomPassword } from './auth/password.js';
 import { clearLoginFailures, revokeUserSessions } from './auth/auth.sql.js';
 import { PLATFORM_TENANT } from './identity/roles.js';
+import { transaction } from './db/retry.js';
 
 /**
  * docs/operations.md: resets a lost password. `npm run reset-password` resets the
@@ -31,11 +32,13 @@ async function main(): Promise<number> {
   // Opening a missing DATA_DIR would create an empty database there.
   if (!config.databaseUrl && !existsSync(config.dataDir))
     throw new ConfigError(`DATA_DIR ${config.dataDir} does not exist; set DATA_DIR or DATABASE_URL as for the service`);
-  const db: Database = config.databaseUrl ? openPostgres(config.databaseUrl) : await openEmbedded(config.dataDir);
+  const db: Database = config.databaseUrl
+    ? openPostgres(config.databaseUrl, { prepare: config.dbPrepare, directUrl: config.databaseDirectUrl })
+    : await openEmbedded(config.dataDir);
   try {
     await waitForDatabase(db, config.dbStartTimeout, () => {});
     const passwordHash = await hashPassword(password);
-    const found = await db.sql.begin(async (tx) => {
+    const found = await transaction(db.sql, async (tx) => {
       const [user] = await tx<{ userId: number }[]>`
         UPDATE sys_user SET password_hash = ${passwordHash}, update_by = 'reset-password', update_time = now()
         WHERE tenant_id = ${tenantId} AND user_name = ${userName} AND del_flag = '0'

@@ -28,7 +28,7 @@ const random = (n: number) => Math.floor(Math.random() * n);
 function sameDatabase(sql: Sql): Database {
   const o = sql.options as unknown as { host: string[]; port: number[]; database: string; user: string; pass: string | null };
   const pass = o.pass ? `:${encodeURIComponent(o.pass)}` : '';
-  return openPostgres(`postgres://${encodeURIComponent(o.user)}${pass}@${o.host[0]}:${o.port[0]}/${o.database}`, 10);
+  return openPostgres(`postgres://${encodeURIComponent(o.user)}${pass}@${o.host[0]}:${o.port[0]}/${o.database}`, { max: 10 });
 }
 
 interface Node {

@@ -206,7 +206,7 @@ describe('across nodes (PostgreSQL)', () => {
     if (t.kind === 'pglite') ctx.skip(); // one process owns the embedded database: no second node
     const o = t.sql.options as unknown as { host: string[]; port: number[]; database: string; user: string; pass: string | null };
     const url = `postgres://${encodeURIComponent(o.user)}${o.pass ? `:${encodeURIComponent(o.pass)}` : ''}@${o.host[0]}:${o.port[0]}/${o.database}`;
-    const db: Database = openPostgres(url, 5);
+    const db: Database = openPostgres(url, { max: 5 });
     let second: FastifyInstance | undefined;
     try {
       second = await buildApp({ sql: db.sql, config: { jwtSecret: undefined, tokenTtl: 7200, logLevel: 'silent' }, logger: false });

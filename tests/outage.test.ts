@@ -72,7 +72,7 @@ describe.skipIf(!inject('databaseUrl'))('a PostgreSQL that stops answering', () 
     proxied.hostname = '127.0.0.1';
     proxied.port = String(await proxy.listen());
     viaProxy = openPostgres(proxied.toString());
-    direct = openPostgres(url.toString(), 2);
+    direct = openPostgres(url.toString(), { max: 2 });
     await migrate(viaProxy.sql);
     await bootstrap(viaProxy.sql, ADMIN_PASSWORD);
     app = await buildApp({ sql: viaProxy.sql, config: { jwtSecret: undefined, tokenTtl: 600, logLevel: 'silent' }, logger: false });

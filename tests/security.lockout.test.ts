@@ -92,7 +92,7 @@ describe('lockout under concurrency', () => {
       const [row] = await t.sql<{ name: string }[]>`SELECT current_database() AS name`;
       const url = new URL(inject('databaseUrl'));
       url.pathname = `/${row!.name}`;
-      const db = openPostgres(url.toString(), 10);
+      const db = openPostgres(url.toString(), { max: 10 });
       const app = await buildApp({ sql: db.sql, config: { jwtSecret: undefined, tokenTtl: 7200, logLevel: 'silent' }, logger: false });
       await app.ready();
       second = { db, app };

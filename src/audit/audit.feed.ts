@@ -57,13 +57,15 @@ export class AuditFeed {
     private readonly sql: Sql,
     private readonly mode: NotifyMode,
     private readonly log: Pick<Logger, 'warn'>,
+    /** LISTEN needs a session of its own: not through a transaction pooler (Database.direct). */
+    private readonly listenSql: Sql = sql,
   ) {
     this.emitter = emitterFor(sql);
   }
 
   async start(): Promise<void> {
     if (this.mode !== 'listen') return;
-    const { unlisten } = await this.sql.listen(FEED_CHANNEL, () => this.emitter.emit('positions'));
+    const { unlisten } = await this.listenSql.listen(FEED_CHANNEL, () => this.emitter.emit('positions'));
     this.unlisten = unlisten;
   }
 

@@ -37,11 +37,11 @@ const PURGE_INTERVAL_MS = 6 * 60 * 60 * 1000;
  * six hours).
  */
 export const auditPlugin = fp(
-  async (app: FastifyInstance, opts: { sql: Sql; audit?: AuditOptions; sessionIsLive: (viewer: Caller) => Promise<boolean> }) => {
+  async (app: FastifyInstance, opts: { sql: Sql; listenSql?: Sql; audit?: AuditOptions; sessionIsLive: (viewer: Caller) => Promise<boolean> }) => {
     const { sql } = opts;
     const options = opts.audit ?? {};
     const notify = options.notify ?? (sql.options.max > 1 ? 'listen' : 'local');
-    const feed = new AuditFeed(sql, notify, app.log);
+    const feed = new AuditFeed(sql, notify, app.log, opts.listenSql ?? sql);
     await feed.start();
     const streams = new AuditStreams(sql, feed, { ...STREAM_DEFAULTS, ...options.stream }, app.log, opts.sessionIsLive);
     app.decorate('auditStreams', streams);

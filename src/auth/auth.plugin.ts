@@ -8,6 +8,7 @@ import { accountProblem, findSession } from './auth.sql.js';
 import { PERMISSIONS, type Permission } from '../identity/roles.js';
 import type { Caller } from '../identity/caller.js';
 import { createSessionCache, isAuthRelevantWrite, type SessionCache } from './session.cache.js';
+import { retryRead } from '../db/retry.js';
 
 export interface TokenClaims {
   /** tenant code */
@@ -135,7 +136,8 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; secr
     }
     sessions
       .get(key, async () => {
-        const session = await findSession(opts.sql, claims.tid, claims.sid);
+        // A read: run once more if its connection was lost (src/db/retry.ts).
+        const session = await retryRead(() => findSession(opts.sql, claims.tid, claims.sid));
         return session && { claims, session, expires: (claims.exp ?? 0) * 1000 };
       })
       .then(

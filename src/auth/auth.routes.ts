@@ -7,6 +7,7 @@ import { PERMISSIONS } from '../identity/roles.js';
 import { LoginBody, LoginResult, Me } from './auth.schema.js';
 import { login, logout, me } from './auth.service.js';
 import { requestActor } from '../identity/caller.js';
+import { transaction } from '../db/retry.js';
 
 export const authRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; tokenTtl: number }> = async (app, { sql, tokenTtl }) => {
   for (const schema of [LoginBody, LoginResult, Me]) app.addSchema(schema);
@@ -34,7 +35,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; tokenTtl: number 
     '/auth/logout',
     { schema: { operationId: 'logout', summary: 'Log out: revoke this token', tags: ['auth'], response: responses(Type.Null(), AUTHED) } },
     async (request) => {
-      await sql.begin((tx) => logout(tx, requestActor(request)));
+      await transaction(sql, (tx) => logout(tx, requestActor(request)));
       return null;
     },
   );

@@ -13,6 +13,7 @@ import {
   revokeSession,
 } from './auth.sql.js';
 import { DUMMY_HASH, verifyPassword } from './password.js';
+import { transaction } from '../db/retry.js';
 
 export interface LoginInput {
   tenantId: string;
@@ -66,7 +67,7 @@ async function attemptLogin(sql: Sql, input: LoginInput, ttlSeconds: number, con
     throw new AppError(401, BAD_CREDENTIALS);
   }
   await clearLoginFailures(sql, input.tenantId, input.username);
-  const sessionId = await sql.begin(async (tx) => {
+  const sessionId = await transaction(sql, async (tx) => {
     const current = await lockLoginAccount(tx, account.tenantId, account.userId);
     const problem = current ? accountProblem(current) : 'the user has been deleted';
     if (problem) throw new AppError(403, `Login refused: ${problem}`);

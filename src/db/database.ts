@@ -2,6 +2,7 @@ import postgres from 'postgres';
 import { mkdir } from 'node:fs/promises';
 import { lockDataDir } from './data-dir.lock.js';
 import { watchedSocket, type Deadline } from './deadline.js';
+import { APPLICATION_NAME, parseDatabaseUrl, targetSessionAttrs, withoutSessionAttrs } from './url.js';
 
 // int8 columns (ids, counts) come back as JS numbers: department and user ids
 // are JSON numbers in the API (docs/api-rules.md) and stay far below 2^53. The tenant's
@@ -24,7 +25,13 @@ export type Tx = postgres.TransactionSql<Types>;
 export type Db = postgres.ISql<Types>;
 
 export interface Database {
+  /** The pool every request uses: through a pooler when DATABASE_URL names one. */
   sql: Sql;
+  /**
+   * Session work that a transaction pooler cannot carry: LISTEN and the
+   * migrations. The DATABASE_DIRECT_URL client when it is set, else `sql`.
+   */
+  direct: Sql;
   /** Where the data lives, for the start-up log (never includes a password). */
   description: string;
   /** The client-side statement deadline (0: none); start-up lifts it while migrations run. */
@@ -47,33 +54,49 @@ function connect(url: string | undefined, options: postgres.Options<typeof types
   return (url === undefined ? postgres(merged) : postgres(url, merged)) as unknown as Sql;
 }
 
-export function openPostgres(url: string, max = 10): Database {
+export interface PostgresOptions {
+  /** Pool size (10). */
+  max?: number;
+  /** Named prepared statements (DB_PREPARE, default true); a transaction pooler such as PgBouncer 1.18 needs false. */
+  prepare?: boolean;
+  /** DATABASE_DIRECT_URL: the server itself or a session pool, for LISTEN and the migrations. */
+  directUrl?: string;
+  /** Called with every statement's text and parameters before it is sent (postgres.js `debug`); the tests record them. */
+  onStatement?: (text: string, parameters: readonly unknown[]) => void;
+}
+
+export function openPostgres(url: string, options: PostgresOptions = {}): Database {
   const deadline = { ms: STATEMENT_DEADLINE_MS };
-  const sql = connect(url, {
-    max,
-    connect_timeout: CONNECT_TIMEOUT_S,
-    // Idle connections are closed after a minute, so few survive an outage to fail on their next use.
-    idle_timeout: 60,
-    keep_alive: 15,
-    backoff: (retries: number) => Math.min(0.1 * 2 ** retries, 2),
-    // postgres.js supports a socket factory but does not declare it in its types.
-    ...({ socket: watchedSocket(deadline) } as object),
-    connection: {
-      application_name: 'dept-tenant-service',
-      // A transaction whose client vanished (a cut network) releases its locks on the server's own clock.
-      idle_in_transaction_session_timeout: 60_000,
-      // No JIT compilation: the recursive walks over a big subtree are estimated at millions of rows, and
-      // compiling their plans took longer than running them (350 of 670 ms for the depth check of a
-      // 100,000-department move). Every statement here is short; none gains from it.
-      jit: 'off',
-    },
-  });
-  const safe = new URL(url);
+  const target = parseDatabaseUrl(url);
+  const client = (clientUrl: string, max: number, prepare: boolean) =>
+    connect(withoutSessionAttrs(clientUrl), {
+      max,
+      prepare,
+      connect_timeout: CONNECT_TIMEOUT_S,
+      // Idle connections are closed after a minute, so few survive an outage to fail on their next use.
+      idle_timeout: 60,
+      keep_alive: 15,
+      backoff: (retries: number) => Math.min(0.1 * 2 ** retries, 2),
+      // postgres.js supports a socket factory but does not declare it in its types.
+      ...({ socket: watchedSocket(deadline) } as object),
+      ...targetSessionAttrs(parseDatabaseUrl(clientUrl)),
+      ...(options.onStatement ? { debug: (_connection: number, text: string, parameters: unknown[]) => options.onStatement!(text, parameters) } : {}),
+      // Only what every pooler accepts (PgBouncer refuses any other startup
+      // parameter): the session settings we rely on are set per transaction
+      // instead (src/db/transaction.ts).
+      connection: { application_name: APPLICATION_NAME },
+    });
+  const sql = client(url, options.max ?? 10, options.prepare ?? true);
+  // LISTEN holds one connection of its own; the migrations run one at a time.
+  const direct = options.directUrl ? client(options.directUrl, 2, true) : sql;
   return {
     sql,
+    direct,
     deadline,
-    description: `PostgreSQL at ${safe.hostname}:${safe.port || 5432}${safe.pathname}`,
-    close: () => sql.end({ timeout: 5 }),
+    description: `PostgreSQL at ${target.hosts.map(({ host, port }) => `${host}:${port}`).join(',')}/${target.database}`,
+    async close() {
+      await Promise.all([sql.end({ timeout: 5 }), direct === sql ? undefined : direct.end({ timeout: 5 })]);
+    },
   };
 }
 
@@ -115,6 +138,7 @@ export async function openEmbedded(dataDir: string | undefined, options: Embedde
   const sql = connect(undefined, { host, port: Number(port), user: 'postgres', database: 'postgres', max: 1, max_lifetime: null });
   return {
     sql,
+    direct: sql,
     // In-process: it cannot fall silent while this process runs.
     deadline: { ms: 0 },
     description: dataDir === undefined ? 'embedded PGlite (in memory)' : `embedded PGlite in ${dataDir}`,

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import type { Sql } from './database.js';
 import { LOCK } from './locks.js';
+import { transaction } from './retry.js';
 
 const SQL_DIR = new URL('../../sql/', import.meta.url);
 
@@ -75,7 +76,7 @@ export async function migrate(sql: Sql, dir: URL = SQL_DIR): Promise<string[]> {
     const bytes = await readFile(new URL(file, dir));
     contents.set(file, { bytes, checksum: sha256(bytes) });
   }
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(${LOCK.migrations}, 0)`;
     await tx`CREATE TABLE IF NOT EXISTS schema_migrations (
       version text PRIMARY KEY,

@@ -3,6 +3,7 @@ import type { Db, Sql } from '../db/database.js';
 import { listFilter } from './dept.sql.js';
 import { formatDateTime } from '../core/time.js';
 import type { DeptListQuery } from './dept.schema.js';
+import { transaction } from '../db/retry.js';
 
 // The organisation chart (dept `list` and `tree`) as cached, pre-serialised
 // envelopes. Every department write bumps its tenant's version in the same
@@ -166,40 +167,44 @@ async function buildChart(
   kind: ChartKind,
   query: DeptListQuery,
 ): Promise<{ version: number; body: Buffer[]; bytes: number }> {
-  return sql.begin('isolation level repeatable read read only', async (tx) => {
-    const version = await chartVersion(tx, tenantId);
-    const out = new ChunkWriter();
-    out.write(ENVELOPE_HEAD);
-    if (kind === 'list') {
-      let first = true;
-      await listRows(tx, tenantId, query).cursor(BATCH, (rows) => {
-        for (const r of rows) {
-          out.write(first ? `${objectOf(r)}}` : `,${objectOf(r)}}`);
-          first = false;
-        }
-      });
-    } else {
-      // The path sort of a big tenant's rows stays in memory rather than spilling to disk.
-      await tx`SET LOCAL work_mem = '64MB'`;
-      let open = 0;
-      await treeRows(tx, tenantId).cursor(BATCH, (rows) => {
-        for (const r of rows) {
-          // A first child (depth open + 1) follows its parent's `[`; anything else closes down to its level.
-          let text = '';
-          if (r.depth <= open) {
-            text = CLOSE_NODE.repeat(open - r.depth + 1) + ',';
-            open = r.depth - 1;
+  return transaction(
+    sql,
+    async (tx) => {
+      const version = await chartVersion(tx, tenantId);
+      const out = new ChunkWriter();
+      out.write(ENVELOPE_HEAD);
+      if (kind === 'list') {
+        let first = true;
+        await listRows(tx, tenantId, query).cursor(BATCH, (rows) => {
+          for (const r of rows) {
+            out.write(first ? `${objectOf(r)}}` : `,${objectOf(r)}}`);
+            first = false;
           }
-          out.write(`${text}${objectOf(r)}${CHILDREN_OPEN}`);
-          open++;
-        }
-      });
-      out.write(CLOSE_NODE.repeat(open));
-    }
-    out.write(ENVELOPE_TAIL);
-    const bytes = out.bytes;
-    return { version, body: out.finish(), bytes };
-  });
+        });
+      } else {
+        // The path sort of a big tenant's rows stays in memory rather than spilling to disk.
+        await tx`SET LOCAL work_mem = '64MB'`;
+        let open = 0;
+        await treeRows(tx, tenantId).cursor(BATCH, (rows) => {
+          for (const r of rows) {
+            // A first child (depth open + 1) follows its parent's `[`; anything else closes down to its level.
+            let text = '';
+            if (r.depth <= open) {
+              text = CLOSE_NODE.repeat(open - r.depth + 1) + ',';
+              open = r.depth - 1;
+            }
+            out.write(`${text}${objectOf(r)}${CHILDREN_OPEN}`);
+            open++;
+          }
+        });
+        out.write(CLOSE_NODE.repeat(open));
+      }
+      out.write(ENVELOPE_TAIL);
+      const bytes = out.bytes;
+      return { version, body: out.finish(), bytes };
+    },
+    'isolation level repeatable read read only',
+  );
 }
 
 // ---------------------------------------------------------------- the cache

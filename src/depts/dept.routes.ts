@@ -13,6 +13,7 @@ import { assertIfMatchFits, etagOf, ifMatchOf } from '../core/version.js';
 import { Dept, DeptCreate, DeptList, DeptListQuery, DeptNode, DeptTree, DeptUpdate } from './dept.schema.js';
 import { createDept, deleteDepts, getDept, listParentChoices, updateDept } from './dept.sql.js';
 import { ChartCache, chartEtag, chartVersion, matchesIfNoneMatch, type ChartKind } from './dept.chart.js';
+import { transaction } from '../db/retry.js';
 
 const tags = ['departments'];
 
@@ -49,7 +50,7 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: 
       },
     },
     async (request, reply) => {
-      const deptId = await sql.begin((tx) => createDept(tx, requestActor(request), request.body));
+      const deptId = await transaction(sql, (tx) => createDept(tx, requestActor(request), request.body));
       // A create answers data: null (docs/api-rules.md#requests-and-answers); the new id travels in Location.
       reply.header('location', `/system/dept-api/${deptId}`);
       return null;
@@ -70,7 +71,7 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: 
       },
     },
     async (request) => {
-      await sql.begin((tx) => updateDept(tx, requestActor(request), request.body, ifMatchOf(request)));
+      await transaction(sql, (tx) => updateDept(tx, requestActor(request), request.body, ifMatchOf(request)));
       return null;
     },
   );
@@ -158,7 +159,7 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: 
     async (request) => {
       const ids = parseIds(request.params.ids, 'Department');
       assertIfMatchFits(ifMatchOf(request), ids);
-      await sql.begin((tx) => deleteDepts(tx, requestActor(request), ids, ifMatchOf(request)));
+      await transaction(sql, (tx) => deleteDepts(tx, requestActor(request), ids, ifMatchOf(request)));
       return null;
     },
   );

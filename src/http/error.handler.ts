@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifySchemaValidationError } from
 import { AppError } from '../core/app.error.js';
 import { BODY_LIMIT_TEXT } from '../core/limits.js';
 import { discardRestOfBody } from './body.discard.js';
+import { CommitOutcomeUnknown, isUnavailable } from '../db/retry.js';
 
 /**
  * PostgreSQL constraint names (sql/*.sql) and what they mean to a client.
@@ -38,40 +39,6 @@ const SQLSTATE: Record<string, [AppError['status'], string]> = {
   // Only the tenant-code sequence has a maximum (999999).
   '2200H': [409, 'No more six-digit tenant codes are available'],
 };
-
-/**
- * Failures that mean "the database cannot be reached or stopped answering",
- * not "this request was wrong": 503, retry later (docs/api-rules.md#requests-and-answers, docs/operations.md#database-waits).
- * postgres.js codes, our statement deadline (src/db/deadline.ts), socket
- * errors, and SQLSTATEs of class 08 (connection exception), server shutdown
- * or start-up (57P01-57P03), too many connections (53300) and a cancelled
- * statement (57014).
- */
-const UNAVAILABLE = new Set([
-  'CONNECTION_DESTROYED',
-  'CONNECTION_CLOSED',
-  'CONNECTION_ENDED',
-  'CONNECT_TIMEOUT',
-  'STATEMENT_DEADLINE',
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  '57P01',
-  '57P02',
-  '57P03',
-  '53300',
-  '57014',
-]);
-
-function isUnavailable(error: Error): boolean {
-  const code = String((error as { code?: unknown }).code ?? '');
-  return UNAVAILABLE.has(code) || (isPgError(error) && code.startsWith('08'));
-}
 
 interface PgError {
   code: string;
@@ -112,6 +79,7 @@ function describeValidation(errors: FastifySchemaValidationError[], context: str
 
 function classify(error: FastifyError | Error): [number, string] {
   if (error instanceof AppError) return [error.status, error.message];
+  if (error instanceof CommitOutcomeUnknown) return [503, `${error.message}: read it back before repeating it`];
   if (isUnavailable(error)) return [503, 'The database is unavailable; retry later'];
   if (isPgError(error)) {
     const known = (error.constraint_name && CONSTRAINTS[error.constraint_name]) || SQLSTATE[error.code];

@@ -8,6 +8,7 @@ import { PackageBo, QuotaBo, RuleBo, Tenant, TenantCreate, TenantListQuery, Tena
 import { requestActor } from '../identity/caller.js';
 import { etagOf, ifMatchOf } from '../core/version.js';
 import { createTenant, deleteTenant, getTenant, listTenants, updateTenant } from './tenant.sql.js';
+import { transaction } from '../db/retry.js';
 
 const tags = ['tenants'];
 
@@ -29,7 +30,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
       },
     },
     async (request, reply) => {
-      const id = await sql.begin((tx) => createTenant(tx, requestActor(request), request.body));
+      const id = await transaction(sql, (tx) => createTenant(tx, requestActor(request), request.body));
       reply.header('location', `/system/tenant-api/${id}`);
       return null;
     },
@@ -49,7 +50,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
       },
     },
     async (request) => {
-      await sql.begin((tx) => updateTenant(tx, requestActor(request), request.body, ifMatchOf(request)));
+      await transaction(sql, (tx) => updateTenant(tx, requestActor(request), request.body, ifMatchOf(request)));
       return null;
     },
   );
@@ -102,7 +103,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
       },
     },
     async (request) => {
-      await sql.begin((tx) => deleteTenant(tx, requestActor(request), request.params.id, ifMatchOf(request)));
+      await transaction(sql, (tx) => deleteTenant(tx, requestActor(request), request.params.id, ifMatchOf(request)));
       return null;
     },
   );

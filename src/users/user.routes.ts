@@ -9,6 +9,7 @@ import { parseId, parseIds } from '../core/ids.js';
 import { assertIfMatchFits, etagOf, ifMatchOf } from '../core/version.js';
 import { User, UserCreate, UserListQuery, UserUpdate } from './user.schema.js';
 import { createUser, deleteUsers, getUser, listUsers, updateUser } from './user.sql.js';
+import { transaction } from '../db/retry.js';
 
 const tags = ['users'];
 
@@ -29,7 +30,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
       },
     },
     async (request, reply) => {
-      const userId = await sql.begin((tx) => createUser(tx, requestActor(request), request.body));
+      const userId = await transaction(sql, (tx) => createUser(tx, requestActor(request), request.body));
       reply.header('location', `/system/user-api/${userId}`);
       return null;
     },
@@ -49,7 +50,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
       },
     },
     async (request) => {
-      await sql.begin((tx) => updateUser(tx, requestActor(request), request.body, ifMatchOf(request)));
+      await transaction(sql, (tx) => updateUser(tx, requestActor(request), request.body, ifMatchOf(request)));
       return null;
     },
   );
@@ -99,7 +100,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
     async (request) => {
       const ids = parseIds(request.params.ids, 'User');
       assertIfMatchFits(ifMatchOf(request), ids);
-      await sql.begin((tx) => deleteUsers(tx, requestActor(request), ids, ifMatchOf(request)));
+      await transaction(sql, (tx) => deleteUsers(tx, requestActor(request), ids, ifMatchOf(request)));
       return null;
     },
   );

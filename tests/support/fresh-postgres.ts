@@ -14,7 +14,7 @@ export async function openFreshPostgres(serverUrl: string, prefix: string, poolS
   await admin.unsafe(template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`);
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  const db = openPostgres(url.toString(), poolSize);
+  const db = openPostgres(url.toString(), { max: poolSize });
   return {
     ...db,
     async close() {

@@ -96,7 +96,7 @@ async function postgresTemplate(serverUrl: string, teardown: (() => Promise<void
   });
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  const db = openPostgres(url.toString(), 1);
+  const db = openPostgres(url.toString(), { max: 1 });
   try {
     await migrate(db.sql);
     await bootstrap(db.sql, ADMIN_PASSWORD);

@@ -1,0 +1,140 @@
+import type { Sql, Tx } from './database.js';
+import { deadlineCuts } from './deadline.js';
+
+/**
+ * What a lost connection means for a request (docs/operations.md#retries):
+ * - a transaction whose connection died before its COMMIT was sent was rolled
+ *   back by the server, so it is run once more, on a fresh connection;
+ * - a read is run once more likewise (src/http/read.retry.ts);
+ * - a transaction whose connection died after its COMMIT was sent may or may
+ *   not have committed: never retried, answered 503 (CommitOutcomeUnknown).
+ * Everything else a database can throw is the request's answer as it is.
+ */
+
+/**
+ * The connection is gone (closed, reset, cut by the statement deadline, the
+ * server terminated it or is shutting down), so whatever it had open was
+ * rolled back; the statement was not refused for what it said.
+ */
+const CONNECTION_LOST = new Set([
+  'CONNECTION_DESTROYED',
+  'CONNECTION_CLOSED',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  // admin_shutdown (pg_terminate_backend, a fast shutdown), crash_shutdown, cannot_connect_now.
+  '57P01',
+  '57P02',
+  '57P03',
+]);
+
+function codeOf(error: unknown): string {
+  return String((error as { code?: unknown } | null)?.code ?? '');
+}
+
+/** A PostgreSQL error (it carries a SQLSTATE), as opposed to a driver or socket error. */
+function fromServer(error: unknown): boolean {
+  return error instanceof Error && error.name === 'PostgresError';
+}
+
+/**
+ * Worth running again: the connection was lost, and not because the database
+ * stopped answering (then a second attempt would only wait again, past the
+ * request's own deadline). `cutsBefore` is deadlineCuts() from the attempt's start.
+ */
+export function worthRetrying(error: unknown, cutsBefore: number): boolean {
+  return isConnectionLost(error) && deadlineCuts() === cutsBefore;
+}
+
+function isConnectionLost(error: unknown): boolean {
+  const code = codeOf(error);
+  // SQLSTATE class 08: connection exception.
+  return CONNECTION_LOST.has(code) || (fromServer(error) && code.startsWith('08'));
+}
+
+/**
+ * Failures that mean "the database cannot be reached or cannot take this now",
+ * not "this request was wrong": 503, retry later.
+ */
+const UNAVAILABLE = new Set([
+  // A database that stays silent (src/db/deadline.ts) or does not accept a
+  // connection in time: running the work again would only wait again, past the
+  // request's own deadline.
+  'STATEMENT_DEADLINE',
+  'CONNECT_TIMEOUT',
+  // The pool was ended: the process is shutting down.
+  'CONNECTION_ENDED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  // too_many_connections, query_canceled.
+  '53300',
+  '57014',
+  // read_only_sql_transaction: the server we reached is (now) a standby, in a failover's first seconds.
+  '25006',
+  'COMMIT_OUTCOME_UNKNOWN',
+]);
+
+export function isUnavailable(error: unknown): boolean {
+  return isConnectionLost(error) || UNAVAILABLE.has(codeOf(error));
+}
+
+/** The connection died after COMMIT was sent: the transaction may have committed or not. */
+export class CommitOutcomeUnknown extends Error {
+  readonly code = 'COMMIT_OUTCOME_UNKNOWN';
+  constructor(cause: unknown) {
+    super('The database connection was lost while the change was being committed; it may or may not have been applied', { cause });
+  }
+}
+
+/**
+ * Session settings a pooler will not carry from the start-up message, set for
+ * each transaction instead. They go out in the same round trip as the
+ * transaction's first statement (postgres.js pipelines on the reserved
+ * connection), so they cost no extra wait.
+ * - idle_in_transaction_session_timeout: a transaction whose client vanished
+ *   (a cut network) releases its locks on the server's own clock.
+ * - jit off: the recursive walks over a big subtree are estimated at millions
+ *   of rows, and compiling their plans took longer than running them (350 of
+ *   670 ms for the depth check of a 100,000-department move).
+ */
+function applySettings(tx: Tx): void {
+  void tx`SELECT set_config('idle_in_transaction_session_timeout', '60s', true), set_config('jit', 'off', true)`.execute();
+}
+
+/**
+ * Every write runs here: one transaction, retried once when its connection
+ * was lost before the COMMIT went out. `work` may therefore run twice; the
+ * first run's changes were rolled back with its connection.
+ */
+export async function transaction<T>(sql: Sql, work: (tx: Tx) => Promise<T>, mode = ''): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    let committing = false;
+    const cuts = deadlineCuts();
+    try {
+      return (await sql.begin(mode, async (tx) => {
+        applySettings(tx);
+        const result = await work(tx);
+        committing = true;
+        return result;
+      })) as T;
+    } catch (err) {
+      if (!isConnectionLost(err)) throw err;
+      if (committing) throw new CommitOutcomeUnknown(err);
+      if (attempt > 1 || !worthRetrying(err, cuts)) throw err;
+    }
+  }
+}
+
+/** A read that is run once more when its connection was lost. */
+export async function retryRead<T>(read: () => Promise<T>): Promise<T> {
+  const cuts = deadlineCuts();
+  try {
+    return await read();
+  } catch (err) {
+    if (!worthRetrying(err, cuts)) throw err;
+    return read();
+  }
+}
