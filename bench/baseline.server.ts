@@ -13,7 +13,10 @@ import { openEmbedded, openPostgres } from '../src/db/database.js';
 
 const port = Number(process.env.PORT);
 const secret = process.env.JWT_SECRET!;
-const db = process.env.DATABASE_URL ? openPostgres(process.env.DATABASE_URL) : await openEmbedded(process.env.DATA_DIR);
+// DB_PREPARE as the service reads it, so a run through a transaction pooler compares like with like.
+const db = process.env.DATABASE_URL
+  ? openPostgres(process.env.DATABASE_URL, { prepare: process.env.DB_PREPARE !== 'false' })
+  : await openEmbedded(process.env.DATA_DIR);
 const { sql } = db;
 
 const app = Fastify({ logger: false });

@@ -10,6 +10,11 @@
 // DATABASE_URL set: a fresh database on that server (dropped afterwards);
 // unset: an embedded PGlite data directory (the baseline gets a copy of it).
 // BENCH_SHORT=1: one short round with few connections (CI proves the harness works).
+// BENCH_POOLER_URL (with DATABASE_URL): both processes reach the database through
+// that pooler (PgBouncer in transaction mode, fronting DATABASE_URL's server);
+// the service keeps DATABASE_DIRECT_URL for LISTEN and migrations.
+// BENCH_DB_PREPARE=false: both processes without named prepared statements
+// (DB_PREPARE=false); required through PgBouncer 1.18.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -185,10 +190,17 @@ async function prepare(size: number, jwtSecret: string): Promise<Prepared> {
     await bootstrap(db.sql, PASSWORD);
     const ids = await seed(db.sql, size);
     await db.close();
+    const direct = dbUrl.toString();
+    const pooler = process.env.BENCH_POOLER_URL ? new URL(process.env.BENCH_POOLER_URL) : undefined;
+    if (pooler) pooler.pathname = `/${name}`;
+    const connection = {
+      DATABASE_URL: pooler?.toString() ?? direct,
+      DB_PREPARE: process.env.BENCH_DB_PREPARE === 'false' ? 'false' : 'true',
+    };
     return {
-      description: `PostgreSQL at ${dbUrl.host} (fresh database ${name})`,
-      serviceEnv: { ...common, DATABASE_URL: dbUrl.toString() },
-      baselineEnv: { ...common, DATABASE_URL: dbUrl.toString() },
+      description: `PostgreSQL at ${dbUrl.host} (fresh database ${name})${pooler ? `, through the pooler at ${pooler.host}` : ''}, DB_PREPARE=${connection.DB_PREPARE}`,
+      serviceEnv: { ...common, ...connection, ...(pooler ? { DATABASE_DIRECT_URL: direct } : {}) },
+      baselineEnv: { ...common, ...connection },
       ids,
       async cleanup() {
         await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
