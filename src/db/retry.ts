@@ -55,6 +55,12 @@ function isConnectionLost(error: unknown): boolean {
   return CONNECTION_LOST.has(code) || (fromServer(error) && code.startsWith('08'));
 }
 
+/** The driver or the socket says the connection itself is gone (closed, reset, cut by the statement deadline): nothing more can be sent on it. */
+function isConnectionGone(error: unknown): boolean {
+  const code = codeOf(error);
+  return !fromServer(error) && (CONNECTION_LOST.has(code) || code === 'STATEMENT_DEADLINE');
+}
+
 /**
  * Failures that mean "the database cannot be reached or cannot take this now",
  * not "this request was wrong": 503, retry later.
@@ -108,6 +114,18 @@ function applySettings(tx: Tx): void {
  * Every write runs here: one transaction, retried once when its connection
  * was lost before the COMMIT went out. `work` may therefore run twice; the
  * first run's changes were rolled back with its connection.
+ *
+ * When `work` fails because its connection is gone, that failure is not
+ * handed back to postgres.js: postgres.js answers a failed transaction body
+ * with a ROLLBACK on the same connection, and after a clean close (the server
+ * or a pooler ended the connection) that ROLLBACK is written to a socket it
+ * has just dropped: the write throws outside any promise
+ * (porsager/postgres#1154; src/db/driver.guard.ts keeps the process) and
+ * leaves the connection unable to send its next start-up message, so each
+ * later use of it would wait out the connect timeout. `work`'s promise is
+ * left pending instead (never settled, and collected with the transaction's
+ * closures): the connection's close rejects sql.begin all the same
+ * (CONNECTION_CLOSED), and the server rolls back what the connection had open.
  */
 export async function transaction<T>(sql: Sql, work: (tx: Tx) => Promise<T>, mode = ''): Promise<T> {
   for (let attempt = 1; ; attempt++) {
@@ -116,7 +134,13 @@ export async function transaction<T>(sql: Sql, work: (tx: Tx) => Promise<T>, mod
     try {
       return (await sql.begin(mode, async (tx) => {
         applySettings(tx);
-        const result = await work(tx);
+        let result: T;
+        try {
+          result = await work(tx);
+        } catch (err) {
+          if (isConnectionGone(err)) return new Promise<never>(() => {});
+          throw err;
+        }
         committing = true;
         return result;
       })) as T;
