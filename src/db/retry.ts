@@ -41,12 +41,25 @@ function fromServer(error: unknown): boolean {
 }
 
 /**
+ * Failures that were already a second attempt's. A read's handler runs a
+ * transaction of its own (the department chart), and each retries: the mark
+ * keeps a lost connection at one retry, not one per layer.
+ */
+const SECOND_ATTEMPT = new WeakSet<object>();
+
+function secondAttemptFailed(error: unknown): never {
+  if (typeof error === 'object' && error !== null) SECOND_ATTEMPT.add(error);
+  throw error;
+}
+
+/**
  * Worth running again: the connection was lost, and not because the database
  * stopped answering (then a second attempt would only wait again, past the
- * request's own deadline). `cutsBefore` is deadlineCuts() from the attempt's start.
+ * request's own deadline), and this was not already the second attempt.
+ * `cutsBefore` is deadlineCuts() from the attempt's start.
  */
 export function worthRetrying(error: unknown, cutsBefore: number): boolean {
-  return isConnectionLost(error) && deadlineCuts() === cutsBefore;
+  return isConnectionLost(error) && deadlineCuts() === cutsBefore && !SECOND_ATTEMPT.has(error as object);
 }
 
 function isConnectionLost(error: unknown): boolean {
@@ -147,7 +160,8 @@ export async function transaction<T>(sql: Sql, work: (tx: Tx) => Promise<T>, mod
     } catch (err) {
       if (!isConnectionLost(err)) throw err;
       if (committing) throw new CommitOutcomeUnknown(err);
-      if (attempt > 1 || !worthRetrying(err, cuts)) throw err;
+      if (attempt > 1) secondAttemptFailed(err);
+      if (!worthRetrying(err, cuts)) throw err;
     }
   }
 }
@@ -159,6 +173,6 @@ export async function retryRead<T>(read: () => Promise<T>): Promise<T> {
     return await read();
   } catch (err) {
     if (!worthRetrying(err, cuts)) throw err;
-    return read();
   }
+  return read().catch(secondAttemptFailed);
 }
