@@ -15,7 +15,10 @@ import { run, serviceDatabase, type ServiceDatabase } from './support/service.js
 // loopback proxy the test freezes (sockets stay open, nothing moves) and
 // thaws. During the freeze requests answer 503 envelopes within 10 s,
 // /readyz 503, /healthz 200; after the thaw the same app recovers on its
-// own; a write cut off by the freeze is all there or not there at all.
+// own; a write cut off by the freeze is all there or not there at all. Its
+// 503 in time also shows that a database that stopped answering is not
+// asked again (docs/operations.md#retries): a retry would wait past the
+// request deadline. Connections cut at a chosen statement: tests/retry.test.ts.
 // PostgreSQL only: the embedded database lives inside the process.
 
 const TEN_SECONDS = 10_000;

@@ -83,7 +83,7 @@ export function openPostgres(url: string, options: PostgresOptions = {}): Databa
       ...(options.onStatement ? { debug: (_connection: number, text: string, parameters: unknown[]) => options.onStatement!(text, parameters) } : {}),
       // Only what every pooler accepts (PgBouncer refuses any other startup
       // parameter): the session settings we rely on are set per transaction
-      // instead (src/db/transaction.ts).
+      // instead (applySettings in src/db/retry.ts).
       connection: { application_name: APPLICATION_NAME },
     });
   const sql = client(url, options.max ?? 10, options.prepare ?? true);

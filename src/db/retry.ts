@@ -41,18 +41,37 @@ function fromServer(error: unknown): boolean {
 }
 
 /**
+ * Failures that were already a second attempt's. A read's handler runs a
+ * transaction of its own (the department chart), and each retries: the mark
+ * keeps a lost connection at one retry, not one per layer.
+ */
+const SECOND_ATTEMPT = new WeakSet<object>();
+
+function secondAttemptFailed(error: unknown): never {
+  if (typeof error === 'object' && error !== null) SECOND_ATTEMPT.add(error);
+  throw error;
+}
+
+/**
  * Worth running again: the connection was lost, and not because the database
  * stopped answering (then a second attempt would only wait again, past the
- * request's own deadline). `cutsBefore` is deadlineCuts() from the attempt's start.
+ * request's own deadline), and this was not already the second attempt.
+ * `cutsBefore` is deadlineCuts() from the attempt's start.
  */
 export function worthRetrying(error: unknown, cutsBefore: number): boolean {
-  return isConnectionLost(error) && deadlineCuts() === cutsBefore;
+  return isConnectionLost(error) && deadlineCuts() === cutsBefore && !SECOND_ATTEMPT.has(error as object);
 }
 
 function isConnectionLost(error: unknown): boolean {
   const code = codeOf(error);
   // SQLSTATE class 08: connection exception.
   return CONNECTION_LOST.has(code) || (fromServer(error) && code.startsWith('08'));
+}
+
+/** The driver or the socket says the connection itself is gone (closed, reset, cut by the statement deadline): nothing more can be sent on it. */
+function isConnectionGone(error: unknown): boolean {
+  const code = codeOf(error);
+  return !fromServer(error) && (CONNECTION_LOST.has(code) || code === 'STATEMENT_DEADLINE');
 }
 
 /**
@@ -108,6 +127,18 @@ function applySettings(tx: Tx): void {
  * Every write runs here: one transaction, retried once when its connection
  * was lost before the COMMIT went out. `work` may therefore run twice; the
  * first run's changes were rolled back with its connection.
+ *
+ * When `work` fails because its connection is gone, that failure is not
+ * handed back to postgres.js: postgres.js answers a failed transaction body
+ * with a ROLLBACK on the same connection, and after a clean close (the server
+ * or a pooler ended the connection) that ROLLBACK is written to a socket it
+ * has just dropped: the write throws outside any promise
+ * (porsager/postgres#1154; src/db/driver.guard.ts keeps the process) and
+ * leaves the connection unable to send its next start-up message, so each
+ * later use of it would wait out the connect timeout. `work`'s promise is
+ * left pending instead (never settled, and collected with the transaction's
+ * closures): the connection's close rejects sql.begin all the same
+ * (CONNECTION_CLOSED), and the server rolls back what the connection had open.
  */
 export async function transaction<T>(sql: Sql, work: (tx: Tx) => Promise<T>, mode = ''): Promise<T> {
   for (let attempt = 1; ; attempt++) {
@@ -116,14 +147,21 @@ export async function transaction<T>(sql: Sql, work: (tx: Tx) => Promise<T>, mod
     try {
       return (await sql.begin(mode, async (tx) => {
         applySettings(tx);
-        const result = await work(tx);
+        let result: T;
+        try {
+          result = await work(tx);
+        } catch (err) {
+          if (isConnectionGone(err)) return new Promise<never>(() => {});
+          throw err;
+        }
         committing = true;
         return result;
       })) as T;
     } catch (err) {
       if (!isConnectionLost(err)) throw err;
       if (committing) throw new CommitOutcomeUnknown(err);
-      if (attempt > 1 || !worthRetrying(err, cuts)) throw err;
+      if (attempt > 1) secondAttemptFailed(err);
+      if (!worthRetrying(err, cuts)) throw err;
     }
   }
 }
@@ -135,6 +173,6 @@ export async function retryRead<T>(read: () => Promise<T>): Promise<T> {
     return await read();
   } catch (err) {
     if (!worthRetrying(err, cuts)) throw err;
-    return read();
   }
+  return read().catch(secondAttemptFailed);
 }
