@@ -20,7 +20,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM ${NODE_IMAGE}
-ENV NODE_ENV=production PORT=8080 HOST=0.0.0.0 DATA_DIR=/app/data
+ENV NODE_ENV=production PORT=8080 HOST=0.0.0.0 DATA_DIR=/app/data MANAGEMENT_PORT=9464
 WORKDIR /app
 COPY --from=runtime-deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
@@ -29,7 +29,8 @@ COPY sql ./sql
 # The embedded database (used when DATABASE_URL is unset) lives in the volume.
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node
-EXPOSE 8080
+# 9464: the management listener, /metrics for Prometheus (docs/operations.md#metrics); keep it off the public network.
+EXPOSE 8080 9464
 VOLUME ["/app/data"]
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]

@@ -12,7 +12,7 @@ import tseslint from 'typescript-eslint';
 //   1. composition   src/app.ts, src/main.ts
 //   2. web           src/http/, *.routes.ts, *.plugin.ts, audit.stream.ts: Fastify lives here
 //   3. rules         *.sql.ts, *.service.ts, *.schema.ts, ... : plain functions (sql, input), no Fastify;
-//                    among them audit < auth < depts < users < tenants
+//                    among them audit < auth < depts < users < tenants; webhooks sit on audit alone
 //   4. foundations   src/identity/ (who acts), src/db/ (connections, locks), src/core/ (errors, ids, time, limits)
 const WEB = [
   {
@@ -37,6 +37,7 @@ const RULES = [
   'src/audit/audit.feed.ts',
   'src/auth/password.ts',
   'src/auth/session.cache.ts',
+  'src/webhooks/webhook.{address,delivery,send,sign}.ts',
   'src/bootstrap.ts',
   'src/config.ts',
   'src/reset-password.ts',
@@ -59,7 +60,12 @@ const importBoundaries = [
   ),
   below(['src/depts/*.{sql,schema,chart,depth,rules,fields}.ts'], ['auth', 'users', 'tenants'], 'department rules sit below users and tenants.'),
   below(['src/users/*.{sql,schema,rules,fields}.ts'], ['tenants'], 'user rules sit below tenants.'),
-  below(['src/core/**', 'src/identity/**', 'src/db/**'], ['audit', 'auth', 'depts', 'users', 'tenants'], 'Foundations import no rules.'),
+  below(
+    ['src/webhooks/*.{sql,schema,rules,address,delivery,send,sign}.ts'],
+    ['auth', 'depts', 'users', 'tenants'],
+    'webhooks read the audit feed only: nothing of auth, depts, users or tenants.',
+  ),
+  below(['src/core/**', 'src/identity/**', 'src/db/**'], ['audit', 'auth', 'depts', 'users', 'tenants', 'webhooks'], 'Foundations import no rules.'),
   {
     // The audit room's web files (routes, plugin, stream) may use Fastify, but still not auth or the
     // resources: what they need of auth (is a follower's session still live?) is handed in by app.ts.

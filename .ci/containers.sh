@@ -496,11 +496,13 @@ timeout 60 psql "$HOST_PG_URL" -qX -v ON_ERROR_STOP=1 -c "CREATE DATABASE $APP_P
 FRESH_DB="$APP_PORT_DB_NAME"
 app_db_url=$(node -e 'const u = new URL(process.argv[1]); u.pathname = "/" + process.argv[2]; console.log(u.toString())' "$HOST_PG_URL" "$FRESH_DB")
 port=$(node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
+# The image's MANAGEMENT_PORT (9464) is replaced by a free one: on the host network 9464 may be taken.
+management_port=$(node -e 'const s = require("node:net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
 admin_password="ci-$(od -An -N9 -tx1 /dev/urandom | tr -d ' \n')"
 APP_CTR="dept-ci-app-$$"
-step "podman run $APP_IMAGE --network=host PORT=$port"
+step "podman run $APP_IMAGE --network=host PORT=$port MANAGEMENT_PORT=$management_port"
 timeout 120 podman run -d --name "$APP_CTR" --network=host \
-  -e DATABASE_URL="$app_db_url" -e ADMIN_PASSWORD="$admin_password" -e PORT="$port" -e HOST=127.0.0.1 \
+  -e DATABASE_URL="$app_db_url" -e ADMIN_PASSWORD="$admin_password" -e PORT="$port" -e HOST=127.0.0.1 -e MANAGEMENT_PORT="$management_port" \
   "$APP_IMAGE" >/dev/null
 base="http://127.0.0.1:$port"
 ready=""
@@ -514,6 +516,9 @@ echo "GET /readyz: $(curl -s --max-time 5 "$base/readyz")"
 step "the image's HEALTHCHECK (podman healthcheck run)"
 timeout 60 podman healthcheck run "$APP_CTR" || die "health check failed"
 echo healthy
+step "GET /metrics on the management port"
+curl -sf --max-time 10 "http://127.0.0.1:$management_port/metrics" | grep '^http_request_duration_seconds_count' ||
+  die "no request metrics on the management port"
 
 step "POST /auth/login as admin"
 login=$(curl -s --max-time 10 "$base/auth/login" -H 'content-type: application/json' \

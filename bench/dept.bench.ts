@@ -6,7 +6,8 @@
 //   BENCH_SUBTREE=10000 BENCH_REQUESTS=2000 npm run bench
 //
 // `npm run bench -- load` and `npm run bench -- big` run the service as a
-// process against a bare-stack baseline instead (bench/load.bench.ts).
+// process against a bare-stack baseline instead (bench/load.bench.ts);
+// `npm run bench -- webhooks` measures webhook delivery (bench/webhooks.bench.ts).
 
 import { performance } from 'node:perf_hooks';
 import { buildApp } from '../src/app.js';
@@ -163,7 +164,8 @@ async function main() {
 const mode = process.argv[2];
 const run = async () => {
   if (mode === undefined || mode === 'latency') return main();
-  if (mode !== 'load' && mode !== 'big') throw new Error(`unknown bench mode "${mode}": use latency, load or big`);
+  if (mode === 'webhooks') return (await import('./webhooks.bench.js')).webhooks();
+  if (mode !== 'load' && mode !== 'big') throw new Error(`unknown bench mode "${mode}": use latency, load, big or webhooks`);
   const harness = await import('./load.bench.js');
   await harness.buildService();
   await (mode === 'load' ? harness.load() : harness.big());

@@ -15,8 +15,12 @@
 // the service keeps DATABASE_DIRECT_URL for LISTEN and migrations.
 // BENCH_DB_PREPARE=false: both processes without named prepared statements
 // (DB_PREPARE=false); required through PgBouncer 1.18.
+// BENCH_OTLP=1: the service with traces on (docs/operations.md#traces), sending
+// them over OTLP/HTTP to a receiver in this process on loopback that reads and
+// discards them; other OTEL_* variables given to the bench reach the service.
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { cp, mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -39,6 +43,14 @@ const BIG = Number(process.env.BENCH_BIG ?? (SHORT ? 2_000 : 100_000));
 // Two free ports from BENCH_PORT (19400) up, so two runs on one machine never answer each other.
 let SERVICE_PORT = Number(process.env.BENCH_PORT ?? 19_400);
 let BASELINE_PORT = SERVICE_PORT + 1;
+/**
+ * The service's management listener, on as in the container image (which sets
+ * MANAGEMENT_PORT), on a free port found at start, and scraped once a second
+ * while the load benchmark runs, so its figures include the metrics' cost.
+ * BENCH_MANAGEMENT=off starts the service without it, to measure that cost.
+ */
+const MANAGEMENT = process.env.BENCH_MANAGEMENT !== 'off';
+let MANAGEMENT_PORT = 0;
 const PASSWORD = 'bench-password-1';
 const ROOT = new URL('..', import.meta.url).pathname;
 
@@ -52,6 +64,23 @@ interface Child {
 }
 
 const children: Child[] = [];
+
+/** BENCH_OTLP=1: what the receiver got, to print beside the figures. */
+const otlp = { requests: 0, bytes: 0, server: undefined as Server | undefined };
+
+/** An OTLP/HTTP receiver on loopback that answers every export with success and keeps nothing. */
+async function startOtlpSink(): Promise<string> {
+  const server = createHttpServer((req, res) => {
+    req.on('data', (chunk: Buffer) => (otlp.bytes += chunk.length));
+    req.on('end', () => {
+      otlp.requests++;
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+    });
+  });
+  otlp.server = server;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+}
 /** Drops the benchmark's database or data directory; also run when the bench is interrupted. */
 let cleanupDatabase: (() => Promise<void>) | undefined;
 
@@ -84,6 +113,33 @@ async function pickPorts(): Promise<void> {
   throw new Error(`no two free ports from ${SERVICE_PORT}`);
 }
 
+/** A free loopback port of the system's choosing. */
+function anyFreePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer().once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port } = probe.address() as { port: number };
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** Scrapes /metrics every second, as a Prometheus would, until the returned function is called; it resolves to the last scrape. */
+function scrapeEverySecond(): () => Promise<string> {
+  let last = '';
+  const scrape = () =>
+    fetch(`http://127.0.0.1:${MANAGEMENT_PORT}/metrics`)
+      .then((res) => res.text())
+      .then((text) => (last = text))
+      .catch(() => undefined);
+  const timer = setInterval(() => void scrape(), 1_000);
+  return async () => {
+    clearInterval(timer);
+    await scrape();
+    return last;
+  };
+}
+
 async function waitReady(child: Child, path: string): Promise<void> {
   const deadline = Date.now() + 90_000;
   while (Date.now() < deadline) {
@@ -100,8 +156,10 @@ async function waitReady(child: Child, path: string): Promise<void> {
   throw new Error(`${child.name} did not answer within 90 s`);
 }
 
-/** Stops every child by its PID: SIGTERM, then SIGKILL after 5 s. */
+/** Stops every child by its PID: SIGTERM, then SIGKILL after 5 s; and the OTLP receiver. */
 async function stopAll(): Promise<void> {
+  otlp.server?.closeAllConnections();
+  otlp.server?.close();
   await Promise.all(
     children.splice(0).map(async ({ proc }) => {
       if (proc.exitCode !== null || proc.pid === undefined) return;
@@ -231,7 +289,13 @@ async function startBoth(prepared: Prepared) {
   // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the service.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   // As npm start and the image run it (the young generation capped at 8 MiB per semi-space; see Dockerfile).
-  const service = start('service', ['--max-semi-space-size=8', ...nodeArgs, 'dist/main.js'], SERVICE_PORT, prepared.serviceEnv);
+  if (MANAGEMENT) MANAGEMENT_PORT = await anyFreePort();
+  const tracing: Record<string, string> = process.env.BENCH_OTLP === '1' ? { OTEL_EXPORTER_OTLP_ENDPOINT: await startOtlpSink() } : {};
+  const service = start('service', ['--max-semi-space-size=8', ...nodeArgs, 'dist/main.js'], SERVICE_PORT, {
+    ...prepared.serviceEnv,
+    ...tracing,
+    MANAGEMENT_PORT: String(MANAGEMENT_PORT),
+  });
   const baseline = start('baseline', ['--import', 'tsx', 'bench/baseline.server.ts'], BASELINE_PORT, prepared.baselineEnv);
   await Promise.all([waitReady(service, '/readyz'), waitReady(baseline, '/system/dept-api/list')]);
   const login = await fetch(`http://127.0.0.1:${SERVICE_PORT}/auth/login`, {
@@ -293,7 +357,12 @@ export async function load(): Promise<void> {
     const { service, baseline, headers } = await startBoth(prepared);
     console.log(`database: ${prepared.description}`);
     console.log(
-      `${ROUNDS} interleaved rounds of ${SECONDS} s, ${CONNECTIONS} connections, service LOG_LEVEL ${process.env.LOG_LEVEL ?? 'info (default)'}`,
+      MANAGEMENT ? `management listener on port ${MANAGEMENT_PORT}, /metrics scraped every second` : 'no management listener (BENCH_MANAGEMENT=off)',
+    );
+    const stopScraping = MANAGEMENT ? scrapeEverySecond() : undefined;
+    console.log(
+      `${ROUNDS} interleaved rounds of ${SECONDS} s, ${CONNECTIONS} connections, service LOG_LEVEL ${process.env.LOG_LEVEL ?? 'info (default)'}, ` +
+        `traces ${otlp.server ? 'on (BENCH_OTLP=1: OTLP http/protobuf to a loopback receiver that discards)' : 'off'}`,
     );
     const only = process.env.BENCH_ONLY; // id, tree or list
     const targets = [
@@ -349,10 +418,19 @@ export async function load(): Promise<void> {
           `${fmt(median(p99Ratios), 2)}x p99`,
       );
     }
+    const metrics = await stopScraping?.();
+    if (metrics !== undefined) {
+      // Proof that the metrics were collected: the requests the histogram counted, by route.
+      const counted = [...metrics.matchAll(/^http_request_duration_seconds_count\{[^}]*route="([^"]+)"[^}]*\} (\d+)$/gm)]
+        .map(([, route, n]) => `${route} ${n}`)
+        .join(', ');
+      console.log(`metrics: requests counted ${counted || 'none (scrapes failed?)'}`);
+    }
     console.log(
       `service rss: peak ${fmt(rssPeak)} MiB under load, ${fmt(await status(service.proc.pid!, 'VmRSS'))} MiB after | ` +
         `baseline rss: peak ${fmt(baselinePeak)} MiB under load`,
     );
+    if (otlp.server) console.log(`traces: ${otlp.requests} exports, ${fmt(otlp.bytes / 2 ** 20, 1)} MiB received (before the service's final flush)`);
   } finally {
     await stopAll();
     await prepared.cleanup();

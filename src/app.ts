@@ -25,12 +25,16 @@ import { tenantRoutes } from './tenants/tenant.routes.js';
 import { healthRoutes } from './health.routes.js';
 import { BODY_LIMIT_BYTES, MAX_PATH_PARAM } from './core/limits.js';
 import { auditPlugin, type AuditOptions } from './audit/audit.plugin.js';
+import { cacheCounts } from './core/cache.counts.js';
+import { installMetrics } from './metrics/metrics.plugin.js';
+import { webhookPlugin, type WebhookOptions } from './webhooks/webhook.plugin.js';
 
 export interface AppOptions {
   sql: Sql;
   /** For LISTEN, which a transaction pooler cannot carry (Database.direct); default `sql`. */
   directSql?: Sql;
-  config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'> & Partial<Pick<Config, 'corsOrigins' | 'chartCacheMb' | 'auditRetentionDays'>>;
+  config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'> &
+    Partial<Pick<Config, 'corsOrigins' | 'chartCacheMb' | 'auditRetentionDays' | 'webhooks'>>;
   /** Audit feed internals (notification mode, stream timings); tests set them. */
   audit?: AuditOptions;
   /** false: no logging (tests). Otherwise pino at config.logLevel, to stdout or to logStream. */
@@ -40,6 +44,10 @@ export interface AppOptions {
   requestDeadlineMs?: number;
   /** Milliseconds a checked token is trusted without reading its session again (src/auth/session.cache.ts); tests shorten it. */
   sessionCacheMs?: number;
+  /** Webhook worker internals (poll and maintenance intervals, concurrency); tests shorten them. */
+  webhooks?: WebhookOptions;
+  /** OpenTelemetry's request spans (src/traces/traces.sdk.ts), registered first; absent with tracing off. */
+  tracing?: (app: FastifyInstance) => Promise<void>;
 }
 
 /**
@@ -70,6 +78,8 @@ export async function buildApp({
   audit,
   requestDeadlineMs = REQUEST_DEADLINE_MS,
   sessionCacheMs,
+  tracing,
+  webhooks,
 }: AppOptions): Promise<FastifyInstance> {
   const loggerOptions: FastifyServerOptions['logger'] = {
     level: config.logLevel,
@@ -92,6 +102,8 @@ export async function buildApp({
     // Requests arriving during shutdown get our 503 envelope from lifecycle.ts instead of Fastify's own body.
     return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // Before every other hook, so the request's span is open while they run.
+  if (tracing) await app.register(tracing);
 
   // Only JSON bodies are accepted; Fastify's default text/plain parser would let other types through to validation.
   app.removeContentTypeParser('text/plain');
@@ -107,12 +119,21 @@ export async function buildApp({
 
   await registerOpenApi(app);
 
+  // Before the routes, so that its onResponse hook times every one of them (docs/operations.md#metrics).
+  const caches = { chartCache: cacheCounts(), sessionCache: cacheCounts() };
+  installMetrics(app, { sql, ...caches });
+
   const secret = config.jwtSecret ?? (await sharedJwtSecret(sql, randomBytes(48).toString('base64url')));
-  await app.register(authPlugin, { sql, secret, tokenTtl: config.tokenTtl, sessionCacheMs });
+  await app.register(authPlugin, { sql, secret, tokenTtl: config.tokenTtl, sessionCacheMs, sessionCacheCounts: caches.sessionCache });
 
   await app.register(healthRoutes, { sql });
   await app.register(authRoutes, { sql, tokenTtl: config.tokenTtl });
-  await app.register(deptRoutes, { sql, prefix: '/system/dept-api', chartCacheBytes: (config.chartCacheMb ?? DEFAULT_CHART_CACHE_MB) * 2 ** 20 });
+  await app.register(deptRoutes, {
+    sql,
+    prefix: '/system/dept-api',
+    chartCacheBytes: (config.chartCacheMb ?? DEFAULT_CHART_CACHE_MB) * 2 ** 20,
+    chartCacheCounts: caches.chartCache,
+  });
   await app.register(userRoutes, { sql, prefix: '/system/user-api' });
   await app.register(tenantRoutes, { sql, prefix: '/system/tenant-api' });
   await app.register(auditPlugin, {
@@ -121,5 +142,6 @@ export async function buildApp({
     audit: { retentionDays: config.auditRetentionDays, ...audit },
     sessionIsLive: (viewer) => sessionIsLive(sql, viewer),
   });
+  await app.register(webhookPlugin, { sql, feed: app.auditFeed, webhooks: { ...config.webhooks, ...webhooks } });
   return app;
 }

@@ -4,7 +4,10 @@
 // behaviour.
 import { existsSync } from 'node:fs';
 import { DEFAULT_TOKEN_TTL } from './core/limits.js';
-import { DatabaseUrlError, parseDatabaseUrl } from './db/url.js';
+import { APPLICATION_NAME, DatabaseUrlError, parseDatabaseUrl } from './db/url.js';
+import { tracesConfig, TracesConfigError, type TracesConfig } from './traces/traces.config.js';
+import { AddressRuleError, parseAllowedCidrs } from './webhooks/webhook.address.js';
+import { DELIVERY_DEFAULTS, type DeliveryOptions } from './webhooks/webhook.delivery.js';
 
 export interface Config {
   port: number;
@@ -31,6 +34,13 @@ export interface Config {
   dbStartTimeout: number;
   /** Seconds SIGTERM/SIGINT lets in-flight requests finish before they are cut off. */
   shutdownTimeout: number;
+  /** The management listener's port (/metrics, /healthz, /readyz); 0: none (docs/operations.md#metrics). */
+  managementPort: number;
+  managementHost: string;
+  /** OpenTelemetry traces (the standard OTEL_* variables); undefined: off, the SDK is never loaded. */
+  traces: TracesConfig | undefined;
+  /** Webhook delivery (docs/webhooks.md): addresses allowed besides public ones, one attempt's limit, the retry steps. */
+  webhooks: Pick<DeliveryOptions, 'allowed' | 'timeoutMs' | 'retrySchedule'>;
 }
 
 export class ConfigError extends Error {}
@@ -105,6 +115,44 @@ function origins(env: NodeJS.ProcessEnv): string[] | undefined {
   return list.length > 0 ? list : undefined;
 }
 
+function traces(env: NodeJS.ProcessEnv): TracesConfig | undefined {
+  try {
+    return tracesConfig(env, APPLICATION_NAME);
+  } catch (err) {
+    if (err instanceof TracesConfigError) throw new ConfigError(err.message);
+    throw err;
+  }
+}
+
+/** A number of seconds, fractions allowed (tests use short ones). */
+function seconds(name: string, raw: string, max: number): number {
+  const value = Number(raw);
+  if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !(value > 0) || value > max) {
+    throw new ConfigError(`${name} must be a number of seconds above 0 and at most ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function webhooks(env: NodeJS.ProcessEnv): Config['webhooks'] {
+  let allowed;
+  try {
+    allowed = parseAllowedCidrs(text(env, 'WEBHOOK_ALLOWED_CIDRS'));
+  } catch (err) {
+    if (err instanceof AddressRuleError) throw new ConfigError(`WEBHOOK_ALLOWED_CIDRS: ${err.message}`);
+    throw err;
+  }
+  const timeout = text(env, 'WEBHOOK_TIMEOUT');
+  const schedule = text(env, 'WEBHOOK_RETRY_SCHEDULE');
+  return {
+    allowed,
+    timeoutMs: timeout === undefined ? DELIVERY_DEFAULTS.timeoutMs : seconds('WEBHOOK_TIMEOUT', timeout, 300) * 1000,
+    retrySchedule:
+      schedule === undefined
+        ? DELIVERY_DEFAULTS.retrySchedule
+        : schedule.split(',').map((step) => seconds('WEBHOOK_RETRY_SCHEDULE (comma-separated seconds)', step, 7 * 86_400)),
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const databaseUrl = postgresUrl(env, 'DATABASE_URL');
   const databaseDirectUrl = postgresUrl(env, 'DATABASE_DIRECT_URL');
@@ -131,9 +179,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       throw new ConfigError(`TZ must be an IANA time zone such as Asia/Shanghai, got "${tz}"`);
     }
   }
+  const port = integer(env, 'PORT', 8080, 0, 65535);
+  const host = text(env, 'HOST') ?? '0.0.0.0';
+  const managementPort = integer(env, 'MANAGEMENT_PORT', 0, 0, 65535);
+  if (managementPort !== 0 && managementPort === port) {
+    throw new ConfigError(`MANAGEMENT_PORT must differ from PORT (both ${port}): /metrics is never served on the API's port`);
+  }
   return {
-    port: integer(env, 'PORT', 8080, 0, 65535),
-    host: text(env, 'HOST') ?? '0.0.0.0',
+    port,
+    host,
     databaseUrl,
     databaseDirectUrl,
     dbPrepare: boolean(env, 'DB_PREPARE', true),
@@ -147,5 +201,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     corsOrigins: origins(env),
     dbStartTimeout: integer(env, 'DB_START_TIMEOUT', 30, 1, 3600),
     shutdownTimeout: integer(env, 'SHUTDOWN_TIMEOUT', 10, 0, 3600),
+    managementPort,
+    managementHost: text(env, 'MANAGEMENT_HOST') ?? host,
+    traces: traces(env),
+    webhooks: webhooks(env),
   };
 }

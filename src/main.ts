@@ -7,6 +7,23 @@ import { guardDriverCrash } from './db/driver.guard.js';
 import { migrate, MigrationError } from './db/migrate.js';
 import { adminPasswordMatches, bootstrap } from './bootstrap.js';
 import { buildApp } from './app.js';
+import { listenManagement } from './metrics/management.server.js';
+import { parseDatabaseUrl } from './db/url.js';
+import { exchangeObserverOf, observeExchanges } from './db/exchange.observer.js';
+import type { Tracing } from './traces/traces.sdk.js';
+
+/** docs/operations.md#traces: the SDK is imported only when tracing is on. */
+async function startTracing(config: Config): Promise<Tracing | undefined> {
+  if (!config.traces) return undefined;
+  return (await import('./traces/traces.sdk.js')).startTracing(config.traces);
+}
+
+/** What the statement spans say of the database: its name, and the server when there is one host. */
+function sqlTarget(config: Config) {
+  if (!config.databaseUrl) return { database: 'postgres' };
+  const { database, hosts } = parseDatabaseUrl(config.databaseUrl);
+  return hosts.length === 1 ? { database, server: { address: hosts[0]!.host, port: hosts[0]!.port } } : { database };
+}
 
 async function openDatabase(config: Config): Promise<Database> {
   if (config.databaseUrl) return openPostgres(config.databaseUrl, { prepare: config.dbPrepare, directUrl: config.databaseDirectUrl });
@@ -43,11 +60,10 @@ async function main(): Promise<void> {
   }
 
   guardDriverCrash((message) => console.error(message));
+  const tracing = await startTracing(config);
   const db = await openDatabase(config);
-  await waitForDatabase(db, config.dbStartTimeout, ({ refused, reason }, retryInMs) =>
-    console.error(
-      `${db.description} ${refused ? 'refused the connection' : 'not answering'} (${reason}); retrying in ${(retryInMs / 1000).toFixed(1)} s`,
-    ),
+  await waitForDatabase(db, config.dbStartTimeout, ({ where, refused, reason }, retryInMs) =>
+    console.error(`${where} ${refused ? 'refused the connection' : 'not answering'} (${reason}); retrying in ${(retryInMs / 1000).toFixed(1)} s`),
   );
   // Migrations may legitimately run long (an index on a big table, another node's turn first).
   const statementDeadline = db.deadline.ms;
@@ -62,8 +78,14 @@ async function main(): Promise<void> {
     process.stdout.write(`\nGenerated password of user "admin" in tenant 000000 (shown once): ${generatedPassword}\n\n`);
   }
 
-  const app = await buildApp({ sql: db.sql, directSql: db.direct, config });
+  const sql = tracing ? tracing.withSpans(db.sql, sqlTarget(config)) : db.sql;
+  // The metrics find a pool's exchange counters by the pool the app is given: the traced wrapper shares them.
+  const exchanges = exchangeObserverOf(db.sql);
+  if (exchanges && sql !== db.sql) observeExchanges(sql, exchanges);
+  const app = await buildApp({ sql, directSql: db.direct, config, tracing: tracing?.plugin });
   app.log.info({ database: db.description, migrations: applied }, 'database ready');
+  // Before the API's port: a management port that is taken stops the start with nothing listening.
+  const management = config.managementPort ? await listenManagement(app, { port: config.managementPort, host: config.managementHost }) : undefined;
   await app.listen({ port: config.port, host: config.host });
 
   // docs/operations.md: stop accepting, let in-flight requests finish for up to
@@ -81,6 +103,7 @@ async function main(): Promise<void> {
     try {
       const outcome = await Promise.race([app.close().then(() => 'clean' as const), cutOff]);
       clearTimeout(timer);
+      await management?.close();
       if (outcome === 'cut off') {
         app.log.error({ timeoutSeconds: config.shutdownTimeout }, 'shutdown: requests still running after SHUTDOWN_TIMEOUT were cut off');
         app.server.closeAllConnections();
@@ -91,6 +114,8 @@ async function main(): Promise<void> {
       let closeTimer: NodeJS.Timeout | undefined;
       await Promise.race([db.close(), new Promise((resolve) => (closeTimer = setTimeout(resolve, 10_000)))]);
       clearTimeout(closeTimer);
+      // The spans still buffered, including those of the requests that just finished.
+      await tracing?.shutdown(5_000);
       app.log.info({ outcome }, 'stopped');
       process.exit(outcome === 'clean' ? 0 : 1);
     } catch (err) {

@@ -1,9 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../src/app.js';
 import { recordAudit } from '../src/audit/audit.record.js';
-import { openPostgres, type Database, type Sql } from '../src/db/database.js';
-import { ADMIN_PASSWORD, buildTestApp, Client, type TestApp } from './support/app.js';
+import type { Sql } from '../src/db/database.js';
+import { ADMIN_PASSWORD, buildTestApp, Client, secondNode, type Node as AppNode, type TestApp } from './support/app.js';
 import { createTenantWithAdmin } from './support/tenants.js';
 
 // The promise of GET /system/audit-api/changes (docs/api-rules.md#audit-trail-and-change-feed): a reader that
@@ -25,12 +24,6 @@ const ITERATIONS = 40;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const random = (n: number) => Math.floor(Math.random() * n);
 
-function sameDatabase(sql: Sql): Database {
-  const o = sql.options as unknown as { host: string[]; port: number[]; database: string; user: string; pass: string | null };
-  const pass = o.pass ? `:${encodeURIComponent(o.pass)}` : '';
-  return openPostgres(`postgres://${encodeURIComponent(o.user)}${pass}@${o.host[0]}:${o.port[0]}/${o.database}`, { max: 10 });
-}
-
 interface Node {
   app: FastifyInstance;
   sql: Sql;
@@ -42,13 +35,11 @@ interface Node {
 describe('the change feed under concurrent writers', () => {
   it('a reader paging with small pages sees every record exactly once, in cursor order', async () => {
     const tenants = await Promise.all([1, 2, 3].map(() => createTenantWithAdmin(t)));
-    const nodes: Node[] = [{ app: t.app, sql: t.sql, root: t.root, admins: tenants.map((x) => ({ tenantId: x.tenantId, admin: x.admin })) }];
-    let second: { app: FastifyInstance; db: Database } | undefined;
+    const nodes: Node[] = [{ app: t.app, sql: t.appSql, root: t.root, admins: tenants.map((x) => ({ tenantId: x.tenantId, admin: x.admin })) }];
+    let second: AppNode | undefined;
     if (t.kind !== 'pglite') {
-      const db = sameDatabase(t.sql);
-      const app = await buildApp({ sql: db.sql, config: { jwtSecret: undefined, tokenTtl: 7200, logLevel: 'silent' }, logger: false });
-      await app.ready();
-      second = { app, db };
+      second = await secondNode(t);
+      const app = second.app;
       const signIn = async (tenantId: string, username: string, password: string) => {
         const res = await new Client(app).post('/auth/login', { tenantId, username, password });
         expect(res.status).toBe(200);
@@ -56,7 +47,7 @@ describe('the change feed under concurrent writers', () => {
       };
       nodes.push({
         app,
-        sql: db.sql,
+        sql: second.sql,
         root: await signIn('000000', 'admin', ADMIN_PASSWORD),
         admins: await Promise.all(tenants.map(async (x) => ({ tenantId: x.tenantId, admin: await signIn(x.tenantId, 'admin', 'tenant-admin-pw') }))),
       });
@@ -131,7 +122,6 @@ describe('the change feed under concurrent writers', () => {
     expect(seen).toEqual(stored.map((r) => r.id)); // never missed
     expect(writes).toBe(nodes.length * WORKERS_PER_NODE * ITERATIONS);
 
-    await second?.app.close();
-    await second?.db.close();
+    await second?.close();
   });
 });

@@ -1,9 +1,7 @@
 import { connect } from 'node:net';
-import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
-import { openPostgres, type Database } from '../src/db/database.js';
-import { ADMIN_PASSWORD, buildTestApp, Client, createUserAndLogin, type TestApp } from './support/app.js';
+import { ADMIN_PASSWORD, buildTestApp, Client, createUserAndLogin, secondNode, type Node, type TestApp } from './support/app.js';
 import { SseClient } from './support/sse.js';
 import { createTenantWithAdmin } from './support/tenants.js';
 
@@ -187,7 +185,7 @@ describe('the audit stream', () => {
   });
 
   it('is ended when the app closes, so shutdown is not held up by followers', async () => {
-    const app = await buildApp({ sql: t.sql, config: { jwtSecret: undefined, tokenTtl: 7200, logLevel: 'silent' }, logger: false });
+    const app = await buildApp({ sql: t.appSql, config: { jwtSecret: undefined, tokenTtl: 7200, logLevel: 'silent' }, logger: false });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const at = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
     const login = await new Client(app).post('/auth/login', { tenantId: '000000', username: 'admin', password: ADMIN_PASSWORD });
@@ -204,12 +202,10 @@ describe('the audit stream', () => {
 describe('across nodes (PostgreSQL)', () => {
   it('a change on one node reaches a stream on another node within 1 s, both ways', async (ctx) => {
     if (t.kind === 'pglite') ctx.skip(); // one process owns the embedded database: no second node
-    const o = t.sql.options as unknown as { host: string[]; port: number[]; database: string; user: string; pass: string | null };
-    const url = `postgres://${encodeURIComponent(o.user)}${o.pass ? `:${encodeURIComponent(o.pass)}` : ''}@${o.host[0]}:${o.port[0]}/${o.database}`;
-    const db: Database = openPostgres(url, { max: 5 });
-    let second: FastifyInstance | undefined;
+    let node: Node | undefined;
     try {
-      second = await buildApp({ sql: db.sql, config: { jwtSecret: undefined, tokenTtl: 7200, logLevel: 'silent' }, logger: false });
+      node = await secondNode(t);
+      const second = node.app;
       await second.listen({ port: 0, host: '127.0.0.1' });
       const at = `http://127.0.0.1:${(second.server.address() as { port: number }).port}`;
       const login = await new Client(second).post('/auth/login', { tenantId: '000000', username: 'admin', password: ADMIN_PASSWORD });
@@ -236,8 +232,7 @@ describe('across nodes (PostgreSQL)', () => {
         }
       }
     } finally {
-      await second?.close();
-      await db.close();
+      await node?.close();
     }
   });
 });

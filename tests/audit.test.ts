@@ -438,10 +438,10 @@ describe('retention', () => {
     await t.sql`
       INSERT INTO audit_log (position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, changes)
       VALUES (2000000, now() - make_interval(days => 300), '000000', 'recent', '000000', 'dept.update', 'dept', '1', '{}')`;
-    expect(await purgeAudit(t.sql, 365, 4)).toBe(25);
+    expect(await purgeAudit(t.appSql, 365, 4)).toBe(25);
     const left = await t.sql<{ userName: string }[]>`SELECT user_name AS "userName" FROM audit_log WHERE user_name IN ('old', 'recent')`;
     expect(left.map((r) => r.userName)).toEqual(['recent']);
-    expect(await purgeAudit(t.sql, 200, 1000)).toBe(1);
+    expect(await purgeAudit(t.appSql, 200, 1000)).toBe(1);
     expect(await count()).toBe(before);
   });
 });

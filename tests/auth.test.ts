@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import type { TokenClaims } from '../src/auth/auth.plugin.js';
 import { today } from '../src/core/time.js';
-import { ADMIN_PASSWORD, buildTestApp, Client, createdId, createUserAndLogin, type TestApp } from './support/app.js';
+import { ADMIN_PASSWORD, buildTestApp, Client, createdId, createUserAndLogin, secondNode, type TestApp } from './support/app.js';
 import { createTenantWithAdmin } from './support/tenants.js';
 
 // docs/security.md#sign-in-and-sessions and docs/api-rules.md#roles: login, tokens, their revocation, account and tenant state,
@@ -481,7 +481,8 @@ describe('JWT secret', () => {
     const [setting] = await t.sql<{ value: string }[]>`SELECT value FROM app_setting WHERE key = 'jwt_secret'`;
     expect(setting?.value.length).toBeGreaterThanOrEqual(32);
 
-    const node2 = await buildApp({ sql: t.sql, config: { jwtSecret: undefined, tokenTtl: 7200, logLevel: 'silent' }, logger: false });
+    const second = await secondNode(t);
+    const node2 = second.app;
     try {
       // A token from node 1 works on node 2, and the other way round.
       await expectAccepted(new Client(node2, t.root.token));
@@ -503,12 +504,12 @@ describe('JWT secret', () => {
       const [after] = await t.sql<{ value: string }[]>`SELECT value FROM app_setting WHERE key = 'jwt_secret'`;
       expect(after?.value).toBe(setting?.value);
     } finally {
-      await node2.close();
+      await second.close();
     }
   });
 
   it('a node with another explicit JWT_SECRET refuses the tokens, and its tokens are refused here', async () => {
-    const other = await buildApp({ sql: t.sql, config: { jwtSecret: 'x'.repeat(48), tokenTtl: 7200, logLevel: 'silent' }, logger: false });
+    const other = await buildApp({ sql: t.appSql, config: { jwtSecret: 'x'.repeat(48), tokenTtl: 7200, logLevel: 'silent' }, logger: false });
     try {
       await expectRefused(new Client(other, t.root.token));
       // The same live session, signed with the other secret, is refused by this node.

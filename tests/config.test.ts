@@ -1,3 +1,4 @@
+import { BlockList } from 'node:net';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,6 +27,9 @@ describe('loadConfig', () => {
       dbStartTimeout: 30,
       shutdownTimeout: 10,
       chartCacheMb: 64,
+      managementPort: 0,
+      managementHost: '0.0.0.0',
+      webhooks: { allowed: undefined, timeoutMs: 10_000, retrySchedule: [5, 300, 1800, 7200, 18_000, 36_000, 36_000] },
     });
   });
 
@@ -45,6 +49,11 @@ describe('loadConfig', () => {
       DB_START_TIMEOUT: '',
       SHUTDOWN_TIMEOUT: '',
       AUDIT_RETENTION_DAYS: '',
+      MANAGEMENT_PORT: '',
+      MANAGEMENT_HOST: '',
+      WEBHOOK_TIMEOUT: '',
+      WEBHOOK_RETRY_SCHEDULE: '',
+      WEBHOOK_ALLOWED_CIDRS: '',
     };
     expect(loadConfig(env)).toEqual(loadConfig({}));
   });
@@ -66,6 +75,11 @@ describe('loadConfig', () => {
       DB_START_TIMEOUT: '5',
       SHUTDOWN_TIMEOUT: '0',
       CHART_CACHE_MB: '8',
+      MANAGEMENT_PORT: '9464',
+      MANAGEMENT_HOST: '10.0.0.5',
+      WEBHOOK_TIMEOUT: '2.5',
+      WEBHOOK_RETRY_SCHEDULE: '1,2.5,60',
+      WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8, ::1, 10.1.2.0/24',
     };
     expect(loadConfig(env)).toEqual({
       port: 3000,
@@ -82,13 +96,42 @@ describe('loadConfig', () => {
       dbStartTimeout: 5,
       shutdownTimeout: 0,
       chartCacheMb: 8,
+      managementPort: 9464,
+      managementHost: '10.0.0.5',
+      webhooks: { allowed: expect.any(BlockList), timeoutMs: 2500, retrySchedule: [1, 2.5, 60] },
     });
+    const allowed = loadConfig(env).webhooks.allowed!;
+    expect(['127.9.9.9', '10.1.2.200'].map((a) => allowed.check(a, 'ipv4'))).toEqual([true, true]);
+    expect(allowed.check('::1', 'ipv6')).toBe(true);
+    expect(allowed.check('10.1.3.1', 'ipv4')).toBe(false);
     expect(loadConfig({ DATABASE_URL: 'postgres://localhost/x' }).databaseUrl).toBe('postgres://localhost/x');
     expect(loadConfig({ PORT: '0' }).port).toBe(0);
     expect(loadConfig({ PORT: '65535' }).port).toBe(65535);
     expect(loadConfig({ TOKEN_TTL: '1' }).tokenTtl).toBe(1);
     expect(loadConfig({ AUDIT_RETENTION_DAYS: '1' }).auditRetentionDays).toBe(1);
     expect(loadConfig({ AUDIT_RETENTION_DAYS: '36500' }).auditRetentionDays).toBe(36_500);
+  });
+
+  it('refuses a malformed WEBHOOK_TIMEOUT, WEBHOOK_RETRY_SCHEDULE or WEBHOOK_ALLOWED_CIDRS, naming it', () => {
+    for (const [name, value] of [
+      ['WEBHOOK_TIMEOUT', '0'],
+      ['WEBHOOK_TIMEOUT', 'ten'],
+      ['WEBHOOK_TIMEOUT', '301'],
+      ['WEBHOOK_RETRY_SCHEDULE', '5,,10'],
+      ['WEBHOOK_RETRY_SCHEDULE', '5,-1'],
+      ['WEBHOOK_ALLOWED_CIDRS', '127.0.0.0/33'],
+      ['WEBHOOK_ALLOWED_CIDRS', 'localhost'],
+      ['WEBHOOK_ALLOWED_CIDRS', '10.0.0.0/8x'],
+    ]) {
+      expect(() => loadConfig({ [name!]: value }), `${name}=${value}`).toThrow(new RegExp(name!));
+    }
+  });
+
+  it('has no management listener unless MANAGEMENT_PORT is set; MANAGEMENT_HOST defaults to HOST', () => {
+    expect(loadConfig({})).toMatchObject({ managementPort: 0, managementHost: '0.0.0.0' });
+    expect(loadConfig({ MANAGEMENT_PORT: '0' }).managementPort).toBe(0);
+    expect(loadConfig({ HOST: '127.0.0.1', MANAGEMENT_PORT: '9464' })).toMatchObject({ managementPort: 9464, managementHost: '127.0.0.1' });
+    expect(loadConfig({ PORT: '0', MANAGEMENT_PORT: '9464' }).managementPort).toBe(9464);
   });
 
   it('reads CORS_ORIGINS as a comma-separated list of origins; unset or empty means CORS off', () => {
@@ -115,6 +158,8 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'mysql://x'],
     ['DATABASE_URL', 'postgres://u@h1:5432,,h2/db'],
     ['DATABASE_URL', 'postgres://u@h1:5432/db?target_session_attrs=master'],
+    ['DATABASE_URL', 'postgres://u@h1:5432,h2:5432/db?target_session_attrs=prefer-standby'],
+    ['DATABASE_URL', 'postgres://u@h1:5432,h2:5432/db?target_session_attrs=read-only'],
     ['DB_PREPARE', 'no'],
     ['JWT_SECRET', 'too-short'],
     ['JWT_SECRET', 's'.repeat(31)],
@@ -133,6 +178,10 @@ describe('loadConfig', () => {
     ['DB_START_TIMEOUT', '3601'],
     ['SHUTDOWN_TIMEOUT', '-1'],
     ['SHUTDOWN_TIMEOUT', 'soon'],
+    ['MANAGEMENT_PORT', '65536'],
+    ['MANAGEMENT_PORT', '-1'],
+    ['MANAGEMENT_PORT', 'metrics'],
+    ['MANAGEMENT_PORT', '8080'],
   ])('%s=%s throws a ConfigError naming the variable', (name, value) => {
     let thrown: unknown;
     try {
@@ -142,6 +191,85 @@ describe('loadConfig', () => {
     }
     expect(thrown).toBeInstanceOf(ConfigError);
     expect((thrown as Error).message).toContain(name);
+  });
+});
+
+describe('tracing (docs/operations.md#traces)', () => {
+  const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' };
+
+  it('is off unless an OTLP endpoint is named or OTEL_TRACES_EXPORTER=otlp; none and OTEL_SDK_DISABLED=true turn it off', () => {
+    expect(loadConfig({}).traces).toBeUndefined();
+    expect(loadConfig({ OTEL_SERVICE_NAME: 'x', OTEL_TRACES_SAMPLER: 'always_on' }).traces).toBeUndefined();
+    expect(loadConfig(endpoint).traces).toBeDefined();
+    expect(loadConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://c.example.com/v1/traces' }).traces).toBeDefined();
+    expect(loadConfig({ OTEL_TRACES_EXPORTER: 'otlp' }).traces?.url).toBe('http://localhost:4318/v1/traces');
+    expect(loadConfig({ ...endpoint, OTEL_TRACES_EXPORTER: 'none' }).traces).toBeUndefined();
+    expect(loadConfig({ ...endpoint, OTEL_SDK_DISABLED: 'true' }).traces).toBeUndefined();
+    expect(loadConfig({ ...endpoint, OTEL_SDK_DISABLED: 'false' }).traces).toBeDefined();
+  });
+
+  it('reads the standard variables, with their defaults', () => {
+    expect(loadConfig(endpoint).traces).toEqual({
+      url: 'http://collector:4318/v1/traces',
+      protocol: 'http/protobuf',
+      headers: {},
+      serviceName: 'dept-tenant-service',
+      resourceAttributes: {},
+      sampler: 'parentbased_always_on',
+      samplerRatio: 1,
+    });
+    expect(
+      loadConfig({
+        ...endpoint,
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example.com/otlp',
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc',
+        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json',
+        OTEL_EXPORTER_OTLP_HEADERS: 'api-key=a%20b,x-a=1',
+        OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x-a=2',
+        OTEL_RESOURCE_ATTRIBUTES: 'service.name=from-attrs,deployment.environment.name=prod',
+        OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+        OTEL_TRACES_SAMPLER_ARG: '0.25',
+      }).traces,
+    ).toEqual({
+      url: 'https://traces.example.com/otlp',
+      protocol: 'http/json',
+      headers: { 'api-key': 'a b', 'x-a': '2' },
+      serviceName: 'from-attrs',
+      resourceAttributes: { 'service.name': 'from-attrs', 'deployment.environment.name': 'prod' },
+      sampler: 'parentbased_traceidratio',
+      samplerRatio: 0.25,
+    });
+    expect(loadConfig({ ...endpoint, OTEL_SERVICE_NAME: 'svc', OTEL_RESOURCE_ATTRIBUTES: 'service.name=other' }).traces?.serviceName).toBe('svc');
+  });
+
+  it.each([
+    ['OTEL_EXPORTER_OTLP_ENDPOINT', 'collector:4318'],
+    ['OTEL_EXPORTER_OTLP_ENDPOINT', 'grpc://collector:4317'],
+    ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'not a url'],
+    ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'ftp://user:secret-token@collector'],
+    ['OTEL_EXPORTER_OTLP_PROTOCOL', 'grpc'],
+    ['OTEL_EXPORTER_OTLP_PROTOCOL', 'http'],
+    ['OTEL_EXPORTER_OTLP_TRACES_PROTOCOL', 'grpc'],
+    ['OTEL_EXPORTER_OTLP_HEADERS', 'novalue'],
+    ['OTEL_EXPORTER_OTLP_HEADERS', 'k=%zz'],
+    ['OTEL_RESOURCE_ATTRIBUTES', '=x'],
+    ['OTEL_TRACES_SAMPLER', 'jaeger_remote'],
+    ['OTEL_TRACES_SAMPLER_ARG', '1.5'],
+    ['OTEL_TRACES_SAMPLER_ARG', 'half'],
+    ['OTEL_TRACES_EXPORTER', 'zipkin'],
+    ['OTEL_SDK_DISABLED', 'yes'],
+  ])('%s=%s with tracing on throws a ConfigError naming the variable', (name, value) => {
+    const env: Record<string, string> = { OTEL_TRACES_EXPORTER: 'otlp', OTEL_TRACES_SAMPLER: 'traceidratio', [name]: value };
+    let thrown: unknown;
+    try {
+      loadConfig(env);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(ConfigError);
+    expect((thrown as Error).message).toContain(name);
+    if (value === 'grpc') expect((thrown as Error).message).toContain('http/protobuf');
+    if (name.endsWith('_ENDPOINT')) expect((thrown as Error).message).not.toContain(value);
   });
 });
 

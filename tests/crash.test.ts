@@ -93,7 +93,7 @@ describe('kill -9 in the middle of concurrent creates and moves', () => {
       expect(await last.stop()).toEqual({ code: 0, signal: null });
       expect(writesAcked).toBeGreaterThan(CYCLES);
 
-      const raw = db.kind === 'embedded' ? await openEmbedded(db.env.DATA_DIR) : openPostgres(db.env.DATABASE_URL!, { max: 1 });
+      const raw = db.kind === 'embedded' ? await openEmbedded(db.env.DATA_DIR) : openPostgres(db.directUrl!, { max: 1 });
       try {
         await expectTreeInvariants(raw.sql);
       } finally {

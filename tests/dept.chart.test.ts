@@ -1,10 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
 import { ChartCache, chartVersion } from '../src/depts/dept.chart.js';
 import { Dept } from '../src/depts/dept.schema.js';
 import { listDepts, toTree } from '../src/depts/dept.sql.js';
-import { buildTestApp, createdId, type Client, type TestApp } from './support/app.js';
+import { buildTestApp, createdId, secondNode, type Client, type Node, type TestApp } from './support/app.js';
 import { createTenantWithAdmin } from './support/tenants.js';
 
 // docs/api-rules.md#concurrency-control: ETag/304 on dept list and tree, the chart cache behind them,
@@ -12,7 +11,7 @@ import { createTenantWithAdmin } from './support/tenants.js';
 // committed write.
 
 let t: TestApp;
-let node2: FastifyInstance;
+let node2: Node;
 let admin: Client;
 let tenantId: string;
 let root: number;
@@ -22,7 +21,7 @@ beforeAll(async () => {
   // a loaded CI machine must not turn its first, uncached build into a 503.
   t = await buildTestApp({ requestDeadlineMs: 60_000 });
   ({ tenantId, rootDeptId: root, admin } = await createTenantWithAdmin(t));
-  node2 = await buildApp({ sql: t.sql, config: { jwtSecret: undefined, tokenTtl: 7200, logLevel: 'silent' }, logger: false });
+  node2 = await secondNode(t);
 });
 afterAll(async () => {
   await node2?.close();
@@ -98,8 +97,8 @@ describe('ETag and If-None-Match', () => {
 describe('two app instances on one database', () => {
   it('a write on one is seen by the next tree and list read on the other, even with its stale tag', async () => {
     for (const [writer, reader] of [
-      [t.app, node2],
-      [node2, t.app],
+      [t.app, node2.app],
+      [node2.app, t.app],
     ] as const) {
       const tree = await read(reader, '/system/dept-api/tree');
       const list = await read(reader, '/system/dept-api/list');
@@ -140,10 +139,10 @@ describe('serialisation', () => {
     let parent = top;
     for (let i = 0; i < 40; i++) parent = await create({ deptName: `Level ${i}`, parentId: parent });
 
-    const rows = await listDepts(t.sql, tenantId, {});
+    const rows = await listDepts(t.appSql, tenantId, {});
     expect((await read(t.app, '/system/dept-api/list')).body).toBe(envelope(rows.map(ordered)));
     expect((await read(t.app, '/system/dept-api/tree')).body).toBe(envelope(toTree(rows).map(ordered)));
-    const filtered = await listDepts(t.sql, tenantId, { deptName: 'e', status: '0', parentId: top });
+    const filtered = await listDepts(t.appSql, tenantId, { deptName: 'e', status: '0', parentId: top });
     expect(filtered.length).toBeGreaterThan(0);
     expect((await read(t.app, `/system/dept-api/list?deptName=e&status=0&parentId=${top}`)).body).toBe(envelope(filtered.map(ordered)));
   });
@@ -165,7 +164,7 @@ describe('a chart of over 1 MiB', () => {
       INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, order_num, create_by)
       SELECT ${big.tenantId}, d.dept_id, d.ancestors || ',' || d.dept_id, 'Team ' || g, g % 4, 'test'
       FROM sys_dept d, generate_series(1, 25) g WHERE d.tenant_id = ${big.tenantId} AND d.parent_id <> 0`;
-    const rows = await listDepts(t.sql, big.tenantId, {});
+    const rows = await listDepts(t.appSql, big.tenantId, {});
     expect(rows.length).toBeGreaterThan(6_000);
     const read = (url: string) => t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${big.admin.token}` } });
 
@@ -183,26 +182,26 @@ describe('a chart of over 1 MiB', () => {
 
 describe('ChartCache', () => {
   it('stays within its byte budget, evicts the least recently used, keeps one version per chart', async () => {
-    const tree = await new ChartCache(2 ** 20).get(t.sql, tenantId, 0, 'tree', {});
+    const tree = await new ChartCache(2 ** 20).get(t.appSql, tenantId, 0, 'tree', {});
     const budget = Math.floor(tree.bytes * 2.5);
     const cache = new ChartCache(budget);
-    const version = await chartVersion(t.sql, tenantId);
-    await cache.get(t.sql, tenantId, version, 'tree', {});
-    await cache.get(t.sql, tenantId, version, 'list', {});
+    const version = await chartVersion(t.appSql, tenantId);
+    await cache.get(t.appSql, tenantId, version, 'tree', {});
+    await cache.get(t.appSql, tenantId, version, 'list', {});
     expect(cache.size.entries).toBe(2);
-    await cache.get(t.sql, tenantId, version, 'tree', {}); // a hit: now the most recent
-    await cache.get(t.sql, tenantId, version, 'list', { status: '0' });
+    await cache.get(t.appSql, tenantId, version, 'tree', {}); // a hit: now the most recent
+    await cache.get(t.appSql, tenantId, version, 'list', { status: '0' });
     // Three charts of about the tree's size do not fit in 2.5 of them: the list went first.
     expect(cache.size.bytes).toBeLessThanOrEqual(budget);
     expect(cache.size.entries).toBe(2);
     // A write makes a new version; its chart replaces the old one instead of sitting beside it.
     await create();
-    const next = await cache.get(t.sql, tenantId, await chartVersion(t.sql, tenantId), 'tree', {});
+    const next = await cache.get(t.appSql, tenantId, await chartVersion(t.appSql, tenantId), 'tree', {});
     expect(next.etag).not.toBe(tree.etag);
     expect(cache.size.entries).toBe(2);
     // A chart larger than the whole budget is served but not kept.
     const tiny = new ChartCache(10);
-    expect((await tiny.get(t.sql, tenantId, 0, 'tree', {})).bytes).toBeGreaterThan(10);
+    expect((await tiny.get(t.appSql, tenantId, 0, 'tree', {})).bytes).toBeGreaterThan(10);
     expect(tiny.size).toEqual({ entries: 0, bytes: 0 });
   });
 });

@@ -108,7 +108,7 @@ describe('envelope', () => {
 
   it('500 hides the cause and names the request id', async () => {
     const { buildApp } = await import('../src/app.js');
-    const app = await buildApp({ sql: t.sql, config: { jwtSecret: undefined, tokenTtl: 60, logLevel: 'silent' }, logger: false });
+    const app = await buildApp({ sql: t.appSql, config: { jwtSecret: undefined, tokenTtl: 60, logLevel: 'silent' }, logger: false });
     app.get('/boom', { config: { public: true } }, async () => {
       throw new Error('secret detail from SELECT * FROM sys_user');
     });
@@ -180,7 +180,7 @@ describe('envelope', () => {
   it('wraps errors of the HTTP parser itself, on a real socket', async () => {
     const { buildApp } = await import('../src/app.js');
     const { connect } = await import('node:net');
-    const app = await buildApp({ sql: t.sql, config: { jwtSecret: undefined, tokenTtl: 60, logLevel: 'silent' }, logger: false });
+    const app = await buildApp({ sql: t.appSql, config: { jwtSecret: undefined, tokenTtl: 60, logLevel: 'silent' }, logger: false });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const port = (app.server.address() as { port: number }).port;
     const send = (request: string) =>

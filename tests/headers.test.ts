@@ -12,7 +12,7 @@ let withCors: FastifyInstance;
 beforeAll(async () => {
   t = await buildTestApp();
   withCors = await buildApp({
-    sql: t.sql,
+    sql: t.appSql,
     config: { jwtSecret: undefined, tokenTtl: 600, logLevel: 'silent', corsOrigins: ['https://admin.example.com', 'http://localhost:5173'] },
     logger: false,
   });

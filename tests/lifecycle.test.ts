@@ -18,7 +18,7 @@ beforeAll(async () => {
   // Migrated and bootstrapped already (the run's template).
   const db = await openTestDatabase();
   app = await buildApp({
-    sql: db.sql,
+    sql: db.appSql,
     config: { jwtSecret: undefined, tokenTtl: 600, logLevel: 'silent' },
     logger: false,
     requestDeadlineMs: DEADLINE_MS,

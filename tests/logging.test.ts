@@ -17,7 +17,7 @@ describe('logging', () => {
     const stream = new PassThrough();
     let log = '';
     stream.on('data', (chunk) => (log += chunk));
-    const app = await buildApp({ sql: t.sql, config: { jwtSecret: undefined, tokenTtl: 600, logLevel: 'trace' }, logStream: stream });
+    const app = await buildApp({ sql: t.appSql, config: { jwtSecret: undefined, tokenTtl: 600, logLevel: 'trace' }, logStream: stream });
     const anon = new Client(app);
     const login = await anon.post('/auth/login', { tenantId: '000000', username: 'admin', password: ADMIN_PASSWORD });
     const token = login.body.data.access_token as string;
@@ -43,7 +43,7 @@ async function loggedApp(level: string) {
   const stream = new PassThrough();
   let log = '';
   stream.on('data', (chunk) => (log += chunk));
-  const app = await buildApp({ sql: t.sql, config: { jwtSecret: undefined, tokenTtl: 600, logLevel: level }, logStream: stream });
+  const app = await buildApp({ sql: t.appSql, config: { jwtSecret: undefined, tokenTtl: 600, logLevel: level }, logStream: stream });
   const lines = () => log.split('\n').filter((line) => line !== '');
   return { app, lines };
 }

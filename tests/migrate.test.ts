@@ -104,7 +104,7 @@ describe('migration checksums through the real start', () => {
 
   /** The service's database, opened directly while the service is stopped. */
   async function withDatabase<T>(use: (db: Database) => Promise<T>): Promise<T> {
-    const db = target.env.DATABASE_URL ? openPostgres(target.env.DATABASE_URL, { max: 1 }) : await openEmbedded(target.env.DATA_DIR);
+    const db = target.directUrl ? openPostgres(target.directUrl, { max: 1 }) : await openEmbedded(target.env.DATA_DIR);
     db.deadline.ms = 0; // as at start-up, where migrations run without the statement deadline
     try {
       return await use(db);

@@ -10,6 +10,7 @@ import { ADMIN_PASSWORD } from './support/app.js';
 import { FreezeProxy } from './support/freeze-proxy.js';
 import { expectTreeInvariants } from './support/invariants.js';
 import { run, serviceDatabase, type ServiceDatabase } from './support/service.js';
+import { recordedPool } from './support/statement-log.js';
 
 // docs/operations.md with a real fault: the app talks to PostgreSQL through a
 // loopback proxy the test freezes (sockets stay open, nothing moves) and
@@ -18,7 +19,8 @@ import { run, serviceDatabase, type ServiceDatabase } from './support/service.js
 // own; a write cut off by the freeze is all there or not there at all. Its
 // 503 in time also shows that a database that stopped answering is not
 // asked again (docs/operations.md#retries): a retry would wait past the
-// request deadline. Connections cut at a chosen statement: tests/retry.test.ts.
+// request deadline. A scrape of the metrics answers in time meanwhile.
+// Connections cut at a chosen statement: tests/retry.test.ts.
 // PostgreSQL only: the embedded database lives inside the process.
 
 const TEN_SECONDS = 10_000;
@@ -69,12 +71,12 @@ describe.skipIf(!inject('databaseUrl'))('a PostgreSQL that stops answering', () 
 
   beforeAll(async () => {
     target = await serviceDatabase();
-    const url = new URL(target.env.DATABASE_URL!);
+    const url = new URL(target.directUrl!);
     proxy = new FreezeProxy(url.hostname, Number(url.port || 5432));
     const proxied = new URL(url);
     proxied.hostname = '127.0.0.1';
     proxied.port = String(await proxy.listen());
-    viaProxy = openPostgres(proxied.toString());
+    viaProxy = openPostgres(proxied.toString(), recordedPool());
     direct = openPostgres(url.toString(), { max: 2 });
     await migrate(viaProxy.sql);
     await bootstrap(viaProxy.sql, ADMIN_PASSWORD);
@@ -101,6 +103,13 @@ describe.skipIf(!inject('databaseUrl'))('a PostgreSQL that stops answering', () 
     return { status: res.statusCode, body: res.json(), ms: performance.now() - started };
   }
 
+  /** A scrape of the app's metrics (docs/operations.md#metrics), timed. */
+  async function scrape() {
+    const started = performance.now();
+    const text = await app.metrics.metrics();
+    return { text, ms: performance.now() - started };
+  }
+
   function expect503(res: { status: number; body: { code: number; data: unknown; msg: string }; ms: number }) {
     expect(res.status).toBe(503);
     expect(res.body).toMatchObject({ code: 503, data: null });
@@ -118,17 +127,22 @@ describe.skipIf(!inject('databaseUrl'))('a PostgreSQL that stops answering', () 
     try {
       // Requests on connections that go silent, and (second wave) on new connections that never get an answer.
       for (let wave = 0; wave < 2; wave++) {
-        const [read, write, ready, health] = await Promise.all([
+        const [read, write, ready, health, metrics] = await Promise.all([
           timed('GET', `/system/dept-api/${dept}`),
           timed('POST', '/system/dept-api', { parentId: 0, deptName: `During the freeze ${wave}` }),
           timed('GET', '/readyz'),
           timed('GET', '/healthz'),
+          scrape(),
         ]);
         expect503(read);
         expect503(write);
         expect(ready.status).toBe(503);
         expect(ready.ms).toBeLessThan(TEN_SECONDS);
         expect(health.status).toBe(200);
+        // The scrape does not wait for the silent database: its feed gauges say they have no answer (prom-client writes NaN as "Nan", which Prometheus reads).
+        expect(metrics.ms).toBeLessThan(2_000);
+        expect(metrics.text).toMatch(/^audit_feed_unsequenced_records nan$/im);
+        expect(metrics.text).toMatch(/^audit_feed_last_position nan$/im);
       }
     } finally {
       proxy.thaw();
@@ -136,6 +150,8 @@ describe.skipIf(!inject('databaseUrl'))('a PostgreSQL that stops answering', () 
 
     await expect.poll(async () => (await timed('GET', `/system/dept-api/${dept}`)).status, { timeout: 20_000, interval: 250 }).toBe(200);
     expect((await timed('GET', '/readyz')).status).toBe(200);
+    // The sequencer hands out positions on its own beat after the thaw, so the gauge is watched rather than read once.
+    await expect.poll(async () => (await scrape()).text, { timeout: 10_000, interval: 250 }).toMatch(/^audit_feed_last_position [1-9]\d*$/m);
     expect((await timed('POST', '/system/dept-api', { parentId: 0, deptName: 'After the thaw' })).status).toBe(200);
     await expectTreeInvariants(direct.sql);
   });

@@ -7,13 +7,14 @@ import { openPostgres, type Database } from '../src/db/database.js';
 import { ADMIN_PASSWORD } from './support/app.js';
 import { CutProxy } from './support/cut-proxy.js';
 import { expectTreeInvariants } from './support/invariants.js';
+import { recordedPool } from './support/statement-log.js';
 
 // docs/operations.md#retries with real connection cuts: the app talks to
 // PostgreSQL through a loopback proxy (tests/support/cut-proxy.ts) that cuts
 // a connection when it sees a chosen statement. A transaction cut before its
 // COMMIT went out runs once more on a fresh connection; one cut after its
-// COMMIT went out is answered 503 and never run again; a read is run once
-// more; a second cut is a 503, never a 500. The app's pool has a single
+// COMMIT went out is answered 503 and never run again (unless it was READ
+// ONLY); a read is run once more; a second cut is a 503, never a 500. The app's pool has a single
 // connection, so every retry reconnects the very connection postgres.js has
 // just closed: a driver left in a bad state there would fail the retry.
 // The database that stops answering (not retried) is tests/outage.test.ts.
@@ -47,7 +48,7 @@ describe.skipIf(!inject('databaseUrl'))('a connection cut at the worst moment', 
     const proxied = new URL(url);
     proxied.hostname = '127.0.0.1';
     proxied.port = String(await proxy.listen());
-    viaProxy = openPostgres(proxied.toString(), { max: 1 });
+    viaProxy = openPostgres(proxied.toString(), { max: 1, ...recordedPool() });
     direct = openPostgres(url.toString(), { max: 2 });
     app = await buildApp({ sql: viaProxy.sql, config: { jwtSecret: undefined, tokenTtl: 600, logLevel: 'silent' }, logger: false });
     await app.ready();
@@ -171,6 +172,20 @@ describe.skipIf(!inject('databaseUrl'))('a connection cut at the worst moment', 
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual([expect.objectContaining({ deptId: id, deptName })]);
     expect(cut.hits()).toBe(1);
+  });
+
+  it('a read-only transaction cut after its COMMIT went out is run once more: its outcome changes nothing', async () => {
+    const deptName = uniqueName('Read-only commit');
+    const id = await createDept(deptName);
+    const cut = proxy.cutAt({ sql: COMMIT, when: 'after' });
+    const reads = proxy.count(CHART_ROWS);
+
+    const res = await call('GET', `/system/dept-api/list?deptName=${encodeURIComponent(deptName)}`);
+
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual([expect.objectContaining({ deptId: id, deptName })]);
+    expect(cut.hits()).toBe(1);
+    expect(reads.runs()).toBe(2);
   });
 
   it("a request's session read whose connection is cut is run once more: 200", async () => {

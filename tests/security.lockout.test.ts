@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
-import { openPostgres, type Database } from '../src/db/database.js';
-import { buildTestApp, Client, createUserAndLogin, type TestApp } from './support/app.js';
+import { buildTestApp, Client, createUserAndLogin, secondNode, type Node, type TestApp } from './support/app.js';
 
 // docs/security.md#sign-in-and-sessions, the lockout under concurrency: however many attempts arrive
 // at once, at most 5 wrong passwords per tenant+username are evaluated in a
@@ -87,20 +85,11 @@ describe('lockout under concurrency', () => {
   });
 
   describe.skipIf(!inject('databaseUrl'))('across two app instances on one PostgreSQL database', () => {
-    let second: { db: Database; app: FastifyInstance };
+    let second: Node;
     beforeAll(async () => {
-      const [row] = await t.sql<{ name: string }[]>`SELECT current_database() AS name`;
-      const url = new URL(inject('databaseUrl'));
-      url.pathname = `/${row!.name}`;
-      const db = openPostgres(url.toString(), { max: 10 });
-      const app = await buildApp({ sql: db.sql, config: { jwtSecret: undefined, tokenTtl: 7200, logLevel: 'silent' }, logger: false });
-      await app.ready();
-      second = { db, app };
+      second = await secondNode(t);
     });
-    afterAll(async () => {
-      await second?.app.close();
-      await second?.db.close();
-    });
+    afterAll(async () => second?.close());
 
     it('50 wrong passwords split over both instances: at most 5 evaluated, the right one refused', async () => {
       const user = await createUserAndLogin(t, t.root, '000000', 'user');

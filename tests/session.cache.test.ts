@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../src/app.js';
 import { createSessionCache } from '../src/auth/session.cache.js';
-import { buildTestApp, Client, createUserAndLogin, type TestApp } from './support/app.js';
+import { buildTestApp, Client, createUserAndLogin, secondNode, type Node, type TestApp } from './support/app.js';
 
 // The session cache in front of findSession (src/auth/session.cache.ts):
 // docs/security.md#sign-in-and-sessions at once on the node where a write happens, within 5 s elsewhere.
@@ -16,15 +14,14 @@ import { buildTestApp, Client, createUserAndLogin, type TestApp } from './suppor
 const OTHER_NODE_CACHE_MS = 200;
 let t: TestApp;
 /** The other node, with the short cache: the one that catches up. */
-let node2: FastifyInstance;
+let node2: Node;
 /** A third node with the default cache: where the write of the last test happens. */
-let node3: FastifyInstance;
+let node3: Node;
 
 beforeAll(async () => {
   t = await buildTestApp();
-  const config = { jwtSecret: undefined, tokenTtl: 7200, logLevel: 'silent' } as const;
-  node2 = await buildApp({ sql: t.sql, config, logger: false, sessionCacheMs: OTHER_NODE_CACHE_MS });
-  node3 = await buildApp({ sql: t.sql, config, logger: false });
+  node2 = await secondNode(t, { sessionCacheMs: OTHER_NODE_CACHE_MS });
+  node3 = await secondNode(t);
 });
 afterAll(async () => {
   await node2?.close();
@@ -48,7 +45,7 @@ async function refusedWithin5s(client: Client): Promise<void> {
 /** A user signed in, with its token already cached on both nodes. */
 async function cachedUser() {
   const user = await createUserAndLogin(t, t.root, '000000', 'user');
-  const there = new Client(node2, user.client.token);
+  const there = new Client(node2.app, user.client.token);
   expect((await me(user.client)).status).toBe(200);
   expect((await me(there)).status).toBe(200);
   return { ...user, there, base: { userId: user.userId, userName: user.userName, roles: ['user'] } };
@@ -80,9 +77,9 @@ describe('a cached session is refused', () => {
     // "There" is a default node (node3) and "here" the short-cache node2, for the reason at the top.
     const user = await cachedUser();
     const here = user.there;
-    const there = new Client(node3, user.client.token);
+    const there = new Client(node3.app, user.client.token);
     expect((await me(there)).status).toBe(200);
-    const rootThere = new Client(node3, t.root.token);
+    const rootThere = new Client(node3.app, t.root.token);
     expect((await rootThere.delete(`/system/user-api/${user.userId}`)).status).toBe(200);
     expect((await me(there)).status).toBe(401);
     await refusedWithin5s(here);

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../src/app.js';
-import { ADMIN_PASSWORD, buildTestApp, Client, type TestApp } from './support/app.js';
+import { ADMIN_PASSWORD, buildTestApp, Client, secondNode, type TestApp } from './support/app.js';
 import { createTenant, locationId, provisionTenant, tenantBody, uniq } from './support/tenant-fixtures.js';
 
 // Tenant writes under concurrency (docs/api-rules.md#tenants): companyName stays unique,
@@ -45,21 +44,16 @@ describe('tenant concurrency', () => {
   });
 
   it('two service instances on one database: 400 concurrent creates give 400 distinct ids and codes', async () => {
-    const second: FastifyInstance = await buildApp({
-      sql: t.sql,
-      config: { jwtSecret: undefined, tokenTtl: 7200, logLevel: 'silent' },
-      logger: false,
-    });
-    await second.ready();
+    const second = await secondNode(t);
     try {
       const login = async (app: FastifyInstance) => {
         const res = await new Client(app).post('/auth/login', { tenantId: '000000', username: 'admin', password: ADMIN_PASSWORD });
         expect(res.status).toBe(200);
         return new Client(app, res.body.data.access_token);
       };
-      const nodes = [await login(t.app), await login(second)];
+      const nodes = [await login(t.app), await login(second.app)];
       // The generated JWT secret is shared through the database: each node honours the other's token.
-      expect((await new Client(second, nodes[0]!.token).get('/auth/me')).status).toBe(200);
+      expect((await new Client(second.app, nodes[0]!.token).get('/auth/me')).status).toBe(200);
       expect((await new Client(t.app, nodes[1]!.token).get('/auth/me')).status).toBe(200);
 
       const prefix = uniq('Node');

@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { Sql } from '../db/database.js';
 import { assignPositions, FEED_CHANNEL } from './audit.sql.js';
+import { coalesced } from '../core/coalesced.js';
 
 // How new positions reach readers. After every write request the node runs
 // the sequencer (audit.sql.ts assignPositions) in the background, coalesced:
@@ -48,8 +49,11 @@ const KICK_DELAY_MS = 200;
 export class AuditFeed {
   private readonly emitter: EventEmitter;
   private scheduled: NodeJS.Timeout | null = null;
-  private running: Promise<void> | null = null;
-  private again = false;
+  private readonly runs = coalesced(
+    () => this.sequence(),
+    // The next write or feed read sequences again; nothing is lost.
+    (err) => this.log.warn({ err }, 'audit sequencer run failed'),
+  );
   private closed = false;
   private unlisten: (() => Promise<void>) | null = null;
 
@@ -86,35 +90,15 @@ export class AuditFeed {
     if (this.closed || this.scheduled) return;
     this.scheduled = setTimeout(() => {
       this.scheduled = null;
-      this.run();
+      this.runs.run();
     }, KICK_DELAY_MS);
-  }
-
-  private run(): void {
-    if (this.closed) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = (async () => {
-      do {
-        this.again = false;
-        try {
-          await this.sequence();
-        } catch (err) {
-          // The next write or feed read sequences again; nothing is lost.
-          this.log.warn({ err }, 'audit sequencer run failed');
-        }
-      } while (this.again && !this.closed);
-      this.running = null;
-    })();
   }
 
   /** Bounded: a database that stopped answering must not hold up shutdown (closing the pool ends LISTEN anyway). */
   async close(): Promise<void> {
     this.closed = true;
     if (this.scheduled) clearTimeout(this.scheduled);
-    await within(2000, this.running);
+    await within(2000, this.runs.stop());
     await within(2000, this.unlisten?.());
   }
 }

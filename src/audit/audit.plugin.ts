@@ -25,6 +25,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The open audit streams of this node (their count is worth a metric). */
     auditStreams: AuditStreams;
+    /** The feed's sequencer and its announcements (the webhook worker wakes on them). */
+    auditFeed: AuditFeed;
   }
 }
 
@@ -45,6 +47,7 @@ export const auditPlugin = fp(
     await feed.start();
     const streams = new AuditStreams(sql, feed, { ...STREAM_DEFAULTS, ...options.stream }, app.log, opts.sessionIsLive);
     app.decorate('auditStreams', streams);
+    app.decorate('auditFeed', feed);
 
     // Records are written with no position; give them one once the request's transaction has committed.
     app.addHook('onResponse', (request, _reply, done) => {

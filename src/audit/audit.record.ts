@@ -21,9 +21,13 @@ export const ACTIONS = [
   'auth.login',
   'auth.login_failed',
   'auth.logout',
+  'webhook.create',
+  'webhook.update',
+  'webhook.delete',
+  'webhook.disabled',
 ] as const;
 type AuditAction = (typeof ACTIONS)[number];
-export const ENTITY_TYPES = ['dept', 'user', 'tenant', 'session'] as const;
+export const ENTITY_TYPES = ['dept', 'user', 'tenant', 'session', 'webhook'] as const;
 type EntityType = (typeof ENTITY_TYPES)[number];
 
 /** A row as `to_jsonb(row)` gives it: column names in snake_case. */
@@ -71,25 +75,33 @@ export function diff(before: RowImage, after: RowImage): Changes {
  */
 export const auditSwitch = { enabled: true };
 
-/** Writes the records of one change, in one statement, on `db` (the change's transaction). */
+/** Writes the records of one change, in one statement per tenant whose data changed (in practice one), on `db` (the change's transaction). */
 export async function recordAudit(db: Db, actor: Actor, entries: AuditEntry[]): Promise<void> {
   if (entries.length === 0 || !auditSwitch.enabled) return;
-  const rows = entries.map((e) => ({
-    tenant_id: e.tenantId ?? actor.tenantId,
-    user_name: actor.userName,
-    user_tenant_id: actor.userTenantId ?? actor.tenantId,
-    action: e.action,
-    entity_type: e.entityType,
-    entity_id: String(e.entityId),
-    request_id: actor.requestId ?? null,
-    ip: actor.ip ?? null,
-    changes: e.changes,
-  }));
-  // One JSON parameter, however many rows: a batch delete of 1000 is still one statement.
-  await db`
-    INSERT INTO audit_log (tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, request_id, ip, changes)
-    SELECT r.tenant_id, r.user_name, r.user_tenant_id, r.action, r.entity_type, r.entity_id, r.request_id, r.ip, r.changes
-    FROM jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) AS r(
-      tenant_id text, user_name text, user_tenant_id text, action text, entity_type text, entity_id text,
-      request_id text, ip text, changes jsonb)`;
+  const byTenant = new Map<string, AuditEntry[]>();
+  for (const e of entries) {
+    const tenantId = e.tenantId ?? actor.tenantId;
+    byTenant.set(tenantId, [...(byTenant.get(tenantId) ?? []), e]);
+  }
+  for (const [tenantId, group] of byTenant) {
+    const rows = group.map((e) => ({
+      user_name: actor.userName,
+      user_tenant_id: actor.userTenantId ?? actor.tenantId,
+      action: e.action,
+      entity_type: e.entityType,
+      entity_id: String(e.entityId),
+      request_id: actor.requestId ?? null,
+      ip: actor.ip ?? null,
+      changes: e.changes,
+    }));
+    // One JSON parameter, however many rows: a batch delete of 1000 is still one statement. The
+    // tenant is a parameter of its own, so the statement writes one tenant's records and names
+    // which (docs/scale-out.md#what-the-tables-become).
+    await db`
+      INSERT INTO audit_log (tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, request_id, ip, changes)
+      SELECT ${tenantId}, r.user_name, r.user_tenant_id, r.action, r.entity_type, r.entity_id, r.request_id, r.ip, r.changes
+      FROM jsonb_to_recordset(${JSON.stringify(rows)}::text::jsonb) AS r(
+        user_name text, user_tenant_id text, action text, entity_type text, entity_id text,
+        request_id text, ip text, changes jsonb)`;
+  }
 }

@@ -104,3 +104,15 @@ export async function purgeAudit(sql: Db, days: number, batch = 1000): Promise<n
     if (deleted.count < batch) return total;
   }
 }
+
+/**
+ * The feed's backlog for the metrics (docs/operations.md#metrics): records
+ * committed but not yet given a position (a count over the small partial
+ * index audit_log_unpositioned_idx), and the last position handed out.
+ */
+export async function feedBacklog(sql: Db): Promise<{ unsequenced: number; lastPosition: number }> {
+  const [row] = await sql<{ unsequenced: number; last_position: number }[]>`
+    SELECT (SELECT count(*) FROM audit_log WHERE position IS NULL) AS unsequenced,
+      (SELECT last_position FROM audit_feed WHERE id = 1) AS last_position`;
+  return { unsequenced: row!.unsequenced, lastPosition: row!.last_position };
+}

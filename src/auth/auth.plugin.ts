@@ -7,6 +7,7 @@ import { today } from '../core/time.js';
 import { accountProblem, findSession } from './auth.sql.js';
 import { PERMISSIONS, type Permission } from '../identity/roles.js';
 import type { Caller } from '../identity/caller.js';
+import type { CacheCounts } from '../core/cache.counts.js';
 import { createSessionCache, isAuthRelevantWrite, type SessionCache } from './session.cache.js';
 import { retryRead } from '../db/retry.js';
 
@@ -61,10 +62,20 @@ interface CachedSession {
  * and within seconds on every node sharing the database; expiry is checked
  * against today's date on every request.
  */
-export const authPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; secret: string; tokenTtl: number; sessionCacheMs?: number }) => {
+interface AuthOptions {
+  sql: Sql;
+  secret: string;
+  tokenTtl: number;
+  sessionCacheMs?: number;
+  /** Hits and misses of the session cache, for the metrics. */
+  sessionCacheCounts?: CacheCounts;
+}
+
+export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => {
   await app.register(fastifyJwt, { secret: opts.secret, sign: { expiresIn: opts.tokenTtl } });
   app.decorateRequest('caller', null as unknown as Caller);
   const sessions = createSessionCache<CachedSession>(opts.sessionCacheMs);
+  const counts = opts.sessionCacheCounts;
   app.decorate('sessionCache', sessions as SessionCache<unknown>);
   // onSend runs before the response leaves, so the client's next request already misses the cache.
   // A callback hook, not an async one: it runs on every response and needs no promise.
@@ -127,7 +138,11 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; secr
     }
     const key = `${today()}:${token}`;
     const cached = sessions.peek(key);
-    if (cached !== undefined && cached.expires > Date.now()) return done(admit(request, cached.claims, cached.session));
+    if (cached !== undefined && cached.expires > Date.now()) {
+      if (counts) counts.hits++;
+      return done(admit(request, cached.claims, cached.session));
+    }
+    if (counts) counts.misses++;
     let claims: TokenClaims;
     try {
       claims = verifiedClaims(token);

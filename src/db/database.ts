@@ -2,7 +2,8 @@ import postgres from 'postgres';
 import { mkdir } from 'node:fs/promises';
 import { lockDataDir } from './data-dir.lock.js';
 import { watchedSocket, type Deadline } from './deadline.js';
-import { APPLICATION_NAME, parseDatabaseUrl, targetSessionAttrs, withoutSessionAttrs } from './url.js';
+import { ExchangeObserver, observeExchanges } from './exchange.observer.js';
+import { APPLICATION_NAME, driverUrl, parseDatabaseUrl, targetSessionAttrs } from './url.js';
 
 // int8 columns (ids, counts) come back as JS numbers: department and user ids
 // are JSON numbers in the API (docs/api-rules.md) and stay far below 2^53. The tenant's
@@ -34,6 +35,8 @@ export interface Database {
   direct: Sql;
   /** Where the data lives, for the start-up log (never includes a password). */
   description: string;
+  /** The same for `direct` (equal to description when direct is sql). */
+  directDescription: string;
   /** The client-side statement deadline (0: none); start-up lifts it while migrations run. */
   deadline: Deadline;
   close(): Promise<void>;
@@ -67,9 +70,14 @@ export interface PostgresOptions {
 
 export function openPostgres(url: string, options: PostgresOptions = {}): Database {
   const deadline = { ms: STATEMENT_DEADLINE_MS };
-  const target = parseDatabaseUrl(url);
+  const describe = (clientUrl: string) => {
+    const target = parseDatabaseUrl(clientUrl);
+    return `PostgreSQL at ${target.hosts.map(({ host, port }) => `${host}:${port}`).join(',')}/${target.database}`;
+  };
+  // One observer for both pools: the metrics count every connection of this Database (docs/operations.md#metrics).
+  const observer = new ExchangeObserver();
   const client = (clientUrl: string, max: number, prepare: boolean) =>
-    connect(withoutSessionAttrs(clientUrl), {
+    connect(driverUrl(clientUrl), {
       max,
       prepare,
       connect_timeout: CONNECT_TIMEOUT_S,
@@ -78,7 +86,7 @@ export function openPostgres(url: string, options: PostgresOptions = {}): Databa
       keep_alive: 15,
       backoff: (retries: number) => Math.min(0.1 * 2 ** retries, 2),
       // postgres.js supports a socket factory but does not declare it in its types.
-      ...({ socket: watchedSocket(deadline) } as object),
+      ...({ socket: watchedSocket(deadline, parseDatabaseUrl(clientUrl).hosts, observer) } as object),
       ...targetSessionAttrs(parseDatabaseUrl(clientUrl)),
       ...(options.onStatement ? { debug: (_connection: number, text: string, parameters: unknown[]) => options.onStatement!(text, parameters) } : {}),
       // Only what every pooler accepts (PgBouncer refuses any other startup
@@ -89,11 +97,14 @@ export function openPostgres(url: string, options: PostgresOptions = {}): Databa
   const sql = client(url, options.max ?? 10, options.prepare ?? true);
   // LISTEN holds one connection of its own; the migrations run one at a time.
   const direct = options.directUrl ? client(options.directUrl, 2, true) : sql;
+  observeExchanges(sql, observer);
+  observeExchanges(direct, observer);
   return {
     sql,
     direct,
     deadline,
-    description: `PostgreSQL at ${target.hosts.map(({ host, port }) => `${host}:${port}`).join(',')}/${target.database}`,
+    description: describe(url),
+    directDescription: describe(options.directUrl ?? url),
     async close() {
       await Promise.all([sql.end({ timeout: 5 }), direct === sql ? undefined : direct.end({ timeout: 5 })]);
     },
@@ -132,16 +143,30 @@ export async function openEmbedded(dataDir: string | undefined, options: Embedde
   const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 1 });
   await server.start();
   const [host, port] = server.getServerConn().split(':');
+  // Watched like a server's connections, without a deadline (it cannot fall
+  // silent while this process runs), so the metrics see its queries too.
+  const observer = new ExchangeObserver();
+  const deadline = { ms: 0 };
   // The one connection is kept for the life of the process: postgres.js would
   // otherwise recycle it every 30-60 minutes, and the socket server admits the
   // replacement only once the old connection has gone.
-  const sql = connect(undefined, { host, port: Number(port), user: 'postgres', database: 'postgres', max: 1, max_lifetime: null });
+  const sql = connect(undefined, {
+    host,
+    port: Number(port),
+    user: 'postgres',
+    database: 'postgres',
+    max: 1,
+    max_lifetime: null,
+    ...({ socket: watchedSocket(deadline, [{ host: host!, port: Number(port) }], observer) } as object),
+  });
+  observeExchanges(sql, observer);
+  const description = dataDir === undefined ? 'embedded PGlite (in memory)' : `embedded PGlite in ${dataDir}`;
   return {
     sql,
     direct: sql,
-    // In-process: it cannot fall silent while this process runs.
-    deadline: { ms: 0 },
-    description: dataDir === undefined ? 'embedded PGlite (in memory)' : `embedded PGlite in ${dataDir}`,
+    deadline,
+    description,
+    directDescription: description,
     /** The data directory as an uncompressed tarball, for loadDataDir. */
     dumpDataDir: () => db.dumpDataDir('none'),
     async close() {

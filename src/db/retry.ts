@@ -7,8 +7,10 @@ import { deadlineCuts } from './deadline.js';
  *   back by the server, so it is run once more, on a fresh connection;
  * - a read is run once more likewise (src/http/read.retry.ts);
  * - a transaction whose connection died after its COMMIT was sent may or may
- *   not have committed: never retried, answered 503 (CommitOutcomeUnknown).
+ *   not have committed: never retried, answered 503 (CommitOutcomeUnknown);
+ *   unless it was READ ONLY, whose outcome changes nothing: run once more.
  * Everything else a database can throw is the request's answer as it is.
+ * A second attempt waits a moment first (pauseBeforeRetry).
  */
 
 /**
@@ -100,6 +102,20 @@ export function isUnavailable(error: unknown): boolean {
   return isConnectionLost(error) || UNAVAILABLE.has(codeOf(error));
 }
 
+/**
+ * How long a second attempt waits. A connection is usually lost because its
+ * server is going away (a fast shutdown ends every session within
+ * milliseconds, and a server that is shutting down still accepts connections
+ * only to refuse them with 57P03): asked again at once, the same server
+ * refuses the retry too. 50 ms lets it finish going, so the retry's new
+ * connection finds the next host (src/db/deadline.ts, HostPicker).
+ */
+const RETRY_PAUSE_MS = 50;
+
+export function pauseBeforeRetry(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS));
+}
+
 /** The connection died after COMMIT was sent: the transaction may have committed or not. */
 export class CommitOutcomeUnknown extends Error {
   readonly code = 'COMMIT_OUTCOME_UNKNOWN';
@@ -141,7 +157,9 @@ function applySettings(tx: Tx): void {
  * (CONNECTION_CLOSED), and the server rolls back what the connection had open.
  */
 export async function transaction<T>(sql: Sql, work: (tx: Tx) => Promise<T>, mode = ''): Promise<T> {
+  const readOnly = /\bread only\b/i.test(mode);
   for (let attempt = 1; ; attempt++) {
+    if (attempt > 1) await pauseBeforeRetry();
     let committing = false;
     const cuts = deadlineCuts();
     try {
@@ -159,7 +177,8 @@ export async function transaction<T>(sql: Sql, work: (tx: Tx) => Promise<T>, mod
       })) as T;
     } catch (err) {
       if (!isConnectionLost(err)) throw err;
-      if (committing) throw new CommitOutcomeUnknown(err);
+      // A read-only transaction changed nothing, committed or not.
+      if (committing && !readOnly) throw new CommitOutcomeUnknown(err);
       if (attempt > 1) secondAttemptFailed(err);
       if (!worthRetrying(err, cuts)) throw err;
     }
@@ -174,5 +193,6 @@ export async function retryRead<T>(read: () => Promise<T>): Promise<T> {
   } catch (err) {
     if (!worthRetrying(err, cuts)) throw err;
   }
+  await pauseBeforeRetry();
   return read().catch(secondAttemptFailed);
 }

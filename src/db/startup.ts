@@ -1,54 +1,96 @@
-import type { Database } from './database.js';
+import type { Database, Sql } from './database.js';
+import { SessionEnded } from './deadline.js';
 
 /**
- * docs/operations.md: at start, a database that is unreachable or does not answer
- * is retried with back-off (0.25 s doubling to 5 s) for up to
- * `timeoutSeconds`; then the start fails naming the database (host, port,
- * name; never the password). A refused login (SQLSTATE class 28), a
- * missing database (3D000) or a pooler refusing a start-up parameter fails at
- * once: waiting will not fix them. Any other refusal the server (or a pooler
- * in front of it) gives is named in the log line of that attempt, so the log
- * says "refused: <reason>" rather than "not answering".
+ * docs/operations.md#database-waits: at start, a database that is unreachable
+ * or does not answer is retried with back-off (0.25 s doubling to 5 s) for up
+ * to `timeoutSeconds`; then the start fails naming the database (host, port,
+ * name; never the password). A refusal that waiting will not change fails at
+ * once (finalRefusal). Any other refusal the server (or a pooler in front of
+ * it) gives is named in the log line of that attempt, so the log says
+ * "refused: <reason>" rather than "not answering". Behind a pooler both the
+ * pool's URL and DATABASE_DIRECT_URL are tried, and every message names the
+ * one that failed, the direct one marked "(direct)".
  */
 /** One attempt's bound: a silent server must not use the whole start-up budget in one go. */
 const ATTEMPT_MS = 5_000;
 
+/**
+ * Refusals that stay the same however long the start waits: a refused login
+ * (SQLSTATE class 28), a missing database (3D000), a start-up parameter the
+ * server does not know (42704). PgBouncer gives its own refusals, and those
+ * of the server it logs in to, as protocol_violation (08P01) with only the
+ * message to tell them apart; its passing troubles ("pgbouncer cannot connect
+ * to server", "server login has been failing, try again later") carry the
+ * same code and are retried like any unreachable server
+ * (docs/operations.md#behind-a-pooler).
+ */
+const POOLER_FINAL = /no such database|does not exist|unsupported startup parameter|authentication failed|no such user|not allowed/i;
+
+function finalRefusal(code: string, message: string): boolean {
+  return code.startsWith('28') || code === '3D000' || code === '42704' || (code === '08P01' && POOLER_FINAL.test(message));
+}
+
+export interface StartProblem {
+  /** The database that failed: Database.description, with " (direct)" for DATABASE_DIRECT_URL's. */
+  where: string;
+  /** The server or pooler answered with an error, rather than not at all. */
+  refused: boolean;
+  reason: string;
+}
+
+/** Resolves to the first failure of the probes, or null when every one answered. */
+async function probe(targets: [Sql, string][]): Promise<{ where: string; err: unknown } | null> {
+  const failures = await Promise.all(
+    targets.map(([sql, where]) =>
+      sql`SELECT 1`.then(
+        () => null,
+        (err: unknown) => ({ where, err }),
+      ),
+    ),
+  );
+  const failed = failures.filter((f) => f !== null);
+  // A final refusal of one decides the start, whatever the other is doing.
+  return failed.find((f) => finalRefusal(codeOf(f.err), messageOf(f.err))) ?? failed[0] ?? null;
+}
+
+const codeOf = (err: unknown) => String((err as { code?: unknown } | null)?.code ?? '');
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
 export async function waitForDatabase(
   db: Database,
   timeoutSeconds: number,
-  onRetry: (problem: { refused: boolean; reason: string }, retryInMs: number) => void,
+  onRetry: (problem: StartProblem, retryInMs: number) => void,
 ): Promise<void> {
+  const targets: [Sql, string][] = [[db.sql, db.description]];
+  if (db.direct !== db.sql) targets.push([db.direct, `${db.directDescription} (direct)`]);
   const until = performance.now() + timeoutSeconds * 1000;
   let delay = 250;
   for (;;) {
     const left = until - performance.now();
     let timer: NodeJS.Timeout | undefined;
-    try {
-      await Promise.race([
-        Promise.all([db.sql`SELECT 1`, db.direct === db.sql ? undefined : db.direct`SELECT 1`]),
-        new Promise((_, reject) => {
-          timer = setTimeout(() => reject(new Error('no answer')), Math.max(Math.min(left, ATTEMPT_MS), 0));
-        }),
-      ]);
-      return;
-    } catch (err) {
-      const code = String((err as { code?: unknown }).code ?? '');
-      const message = err instanceof Error ? err.message : String(err);
-      const refused = err instanceof Error && err.name === 'PostgresError';
-      const reason = refused ? `${message} (SQLSTATE ${code})` : message;
-      if (code.startsWith('28') || code === '3D000' || /unsupported startup parameter/i.test(message)) {
-        throw new Error(`${db.description} refused the connection: ${reason}`, { cause: err });
-      }
-      const remaining = until - performance.now();
-      if (remaining <= 0) {
-        throw new Error(`${db.description} did not answer within ${timeoutSeconds} s (DB_START_TIMEOUT); last error: ${reason}`, { cause: err });
-      }
-      const wait = Math.min(delay, remaining);
-      onRetry({ refused, reason }, wait);
-      await new Promise((r) => setTimeout(r, wait));
-      delay = Math.min(delay * 2, 5_000);
-    } finally {
-      clearTimeout(timer);
+    const silent = new Promise<{ where: string; err: unknown }>((resolve) => {
+      timer = setTimeout(
+        () => resolve({ where: targets.map(([, where]) => where).join(' and '), err: new Error('no answer') }),
+        Math.max(Math.min(left, ATTEMPT_MS), 0),
+      );
+    });
+    const failure = await Promise.race([probe(targets), silent]).finally(() => clearTimeout(timer));
+    if (failure === null) return;
+    const { where, err } = failure;
+    const code = codeOf(err);
+    const message = messageOf(err);
+    // A server that ended the session (starting up, shutting down, full) refused it too; SessionEnded's message names the SQLSTATE already.
+    const refused = err instanceof SessionEnded || (err instanceof Error && err.name === 'PostgresError');
+    const reason = refused && !(err instanceof SessionEnded) ? `${message} (SQLSTATE ${code})` : message;
+    if (finalRefusal(code, message)) throw new Error(`${where} refused the connection: ${reason}`, { cause: err });
+    const remaining = until - performance.now();
+    if (remaining <= 0) {
+      throw new Error(`${where} did not answer within ${timeoutSeconds} s (DB_START_TIMEOUT); last error: ${reason}`, { cause: err });
     }
+    const wait = Math.min(delay, remaining);
+    onRetry({ where, refused, reason }, wait);
+    await new Promise((r) => setTimeout(r, wait));
+    delay = Math.min(delay * 2, 5_000);
   }
 }

@@ -9,8 +9,12 @@
  */
 export const APPLICATION_NAME = 'dept-tenant-service';
 
-/** libpq's values; postgres.js 3.4 knows all but `any`. */
-const SESSION_ATTRS = ['any', 'read-write', 'read-only', 'primary', 'standby', 'prefer-standby'] as const;
+/**
+ * The libpq values this service accepts. It writes, so the ones that choose a
+ * standby (read-only, standby, prefer-standby) would only give it a server
+ * that refuses its writes: they are refused at start with this list.
+ */
+const SESSION_ATTRS = ['any', 'read-write', 'primary'] as const;
 type SessionAttrs = (typeof SESSION_ATTRS)[number];
 
 export interface DatabaseTarget {
@@ -47,7 +51,7 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
   });
   const attrs = single.searchParams.get('target_session_attrs') ?? undefined;
   if (attrs !== undefined && !(SESSION_ATTRS as readonly string[]).includes(attrs)) {
-    throw new DatabaseUrlError(`has target_session_attrs=${attrs}; use one of ${SESSION_ATTRS.join(', ')}`);
+    throw new DatabaseUrlError(`has target_session_attrs=${attrs}; this service writes, so use one of ${SESSION_ATTRS.join(', ')}`);
   }
   return {
     hosts,
@@ -66,13 +70,21 @@ export function parseDatabaseUrl(url: string): DatabaseTarget {
  * connect), and a URL with several hosts and no attribute gets the same: this
  * service writes, so a standby is no use to it.
  */
-export function targetSessionAttrs(target: DatabaseTarget): { target_session_attrs?: Exclude<SessionAttrs, 'any' | 'read-write'> } {
+export function targetSessionAttrs(target: DatabaseTarget): { target_session_attrs?: 'primary' } {
   const attrs = target.sessionAttrs ?? (target.hosts.length > 1 ? 'read-write' : 'any');
   if (attrs === 'any') return {};
-  return { target_session_attrs: attrs === 'read-write' ? 'primary' : attrs };
+  return { target_session_attrs: 'primary' };
 }
 
-/** The URL for postgres.js: target_session_attrs is passed as an option instead (see targetSessionAttrs). */
-export function withoutSessionAttrs(url: string): string {
-  return url.replace(/([?&])target_session_attrs=[^&#]*&?/, '$1').replace(/[?&]$/, '');
+/**
+ * The URL for postgres.js: only the first host, and no target_session_attrs
+ * (passed as an option instead, see targetSessionAttrs). The socket factory
+ * (src/db/deadline.ts) dials whichever host is current, so postgres.js never
+ * walks a host list itself: with several hosts, 3.4.9 leaves a statement
+ * pending forever when the connection is lost while the first statement on a
+ * new connection is in flight (it takes the loss for one more host to try).
+ */
+export function driverUrl(url: string): string {
+  const single = url.replace(/^(postgres(?:ql)?:\/\/(?:[^@/?#]*@)?)([^,/?#]*)[^/?#]*/, '$1$2');
+  return single.replace(/([?&])target_session_attrs=[^&#]*&?/, '$1').replace(/[?&]$/, '');
 }

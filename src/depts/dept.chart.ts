@@ -4,6 +4,7 @@ import { listFilter } from './dept.sql.js';
 import { formatDateTime } from '../core/time.js';
 import type { DeptListQuery } from './dept.schema.js';
 import { transaction } from '../db/retry.js';
+import { cacheCounts, type CacheCounts } from '../core/cache.counts.js';
 
 // The organisation chart (dept `list` and `tree`) as cached, pre-serialised
 // envelopes. Every department write bumps its tenant's version in the same
@@ -222,18 +223,24 @@ export class ChartCache {
   private readonly building = new Map<string, Promise<Chart>>();
   private bytes = 0;
 
-  constructor(readonly maxBytes: number) {}
+  constructor(
+    readonly maxBytes: number,
+    private readonly counts: CacheCounts = cacheCounts(),
+  ) {}
 
   async get(sql: Sql, tenantId: string, version: number, kind: ChartKind, query: DeptListQuery): Promise<Chart> {
     const chart = `${tenantId}\0${queryKey(kind, query)}`;
     const key = `${chart}\0${version}`;
     const found = this.entries.get(key);
     if (found) {
+      this.counts.hits++;
       // Map order is the LRU order: move the hit to the end.
       this.entries.delete(key);
       this.entries.set(key, found);
       return { etag: chartEtag(tenantId, version, kind, query), ...found };
     }
+    // A chart being built is a miss too: this request waits for the database.
+    this.counts.misses++;
     const pending = this.building.get(key);
     if (pending) return pending;
     // The chart moved on: free the old bytes before building the new ones (a big tenant's are tens of MB).

@@ -12,18 +12,22 @@ import { parseId, parseIds } from '../core/ids.js';
 import { assertIfMatchFits, etagOf, ifMatchOf } from '../core/version.js';
 import { Dept, DeptCreate, DeptList, DeptListQuery, DeptNode, DeptTree, DeptUpdate } from './dept.schema.js';
 import { createDept, deleteDepts, getDept, listParentChoices, updateDept } from './dept.sql.js';
+import type { CacheCounts } from '../core/cache.counts.js';
 import { ChartCache, chartEtag, chartVersion, matchesIfNoneMatch, type ChartKind } from './dept.chart.js';
 import { transaction } from '../db/retry.js';
 
 const tags = ['departments'];
 
 /** /system/dept-api: HTTP only. Every call acts in the caller's own tenant. */
-export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: number }> = async (app, { sql, chartCacheBytes }) => {
+export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: number; chartCacheCounts?: CacheCounts }> = async (
+  app,
+  { sql, chartCacheBytes, chartCacheCounts },
+) => {
   for (const schema of [Dept, DeptNode, DeptCreate, DeptUpdate]) app.addSchema(schema);
 
   // list and tree: ETag of the tenant's chart version, 304 on a match, else
   // the cached envelope (rawResponse: the bytes already carry it).
-  const charts = new ChartCache(chartCacheBytes);
+  const charts = new ChartCache(chartCacheBytes, chartCacheCounts);
   const notModified = { 304: Type.Null({ description: "Not modified: If-None-Match names the tenant's current chart" }) };
   async function chart(request: FastifyRequest, reply: FastifyReply, kind: ChartKind, query: DeptListQuery) {
     const { tenantId } = request.caller;

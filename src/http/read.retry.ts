@@ -1,11 +1,12 @@
 import type { FastifyInstance, RouteHandlerMethod } from 'fastify';
 import { deadlineCuts } from '../db/deadline.js';
-import { worthRetrying } from '../db/retry.js';
+import { pauseBeforeRetry, worthRetrying } from '../db/retry.js';
 
 /**
  * docs/operations.md#retries: a GET whose database connection was lost is run
  * once more (on a fresh connection: postgres.js drops a closed one from its
- * pool), as long as nothing of its answer has gone out yet. Reads change
+ * pool), after a short pause (pauseBeforeRetry), as long as nothing of its
+ * answer has gone out yet. Reads change
  * nothing, so running one twice is safe; writes retry their transaction
  * instead (src/db/retry.ts).
  */
@@ -21,6 +22,7 @@ export function retryReads(app: FastifyInstance): void {
       } catch (err) {
         if (!worthRetrying(err, cuts) || reply.sent || reply.raw.headersSent) throw err;
         request.log.warn({ err }, 'database connection lost during a read; running it once more');
+        await pauseBeforeRetry();
         return handler.call(this, request, reply);
       }
     } as RouteHandlerMethod;

@@ -23,6 +23,11 @@ const ADMIN = [
   'system:tenant:edit',
   'system:tenant:remove',
   'monitor:operlog:list',
+  'system:webhook:list',
+  'system:webhook:query',
+  'system:webhook:add',
+  'system:webhook:edit',
+  'system:webhook:remove',
 ] as const;
 
 export type Permission = (typeof ADMIN)[number];

@@ -18,11 +18,13 @@ export async function assertLiveDept(tx: Tx, tenantId: string, deptId: number | 
  * Rule: a tenant never has more live users than its accountCount (-1:
  * unlimited). Creates in one tenant run one at a time under the
  * organisation lock, so the count cannot be stale when the row goes in.
+ * The count names the tenant itself rather than following sys_tenant's
+ * row, so it reads one tenant's users (docs/scale-out.md#the-check).
  */
 export async function assertAccountQuota(tx: Tx, tenantId: string): Promise<void> {
   const [quota] = await tx<{ accountCount: number; live: number }[]>`
     SELECT t.account_count AS "accountCount",
-           (SELECT count(*) FROM sys_user u WHERE u.tenant_id = t.tenant_id AND u.del_flag = '0') AS live
+           (SELECT count(*) FROM sys_user u WHERE u.tenant_id = ${tenantId} AND u.del_flag = '0') AS live
     FROM sys_tenant t WHERE t.tenant_id = ${tenantId}`;
   assert(
     quota && (quota.accountCount === -1 || quota.live < quota.accountCount),

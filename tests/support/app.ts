@@ -1,9 +1,9 @@
 import type { FastifyInstance, InjectOptions } from 'fastify';
-import { buildApp } from '../../src/app.js';
+import { buildApp, type AppOptions } from '../../src/app.js';
 import type { AuditOptions } from '../../src/audit/audit.plugin.js';
 import type { Sql } from '../../src/db/database.js';
 import { ADMIN_PASSWORD } from './constants.js';
-import { openTestDatabase } from './test-database.js';
+import { openTestDatabase, type TestDatabase } from './test-database.js';
 
 export { ADMIN_PASSWORD };
 
@@ -45,8 +45,19 @@ export class Client {
 
 export interface TestApp {
   app: FastifyInstance;
+  /** The tests' own pool, for setup and assertions; not recorded. */
   sql: Sql;
+  /**
+   * The server itself under TEST_POOLER_URL (else the same pool as sql): for a
+   * test that must look at the database while the pooler's few server
+   * connections are all taken.
+   */
+  direct: Sql;
+  /** The pool the app uses: pass it to any other app or service function a test runs, so the run records and checks its statements. */
+  appSql: Sql;
   kind: string;
+  /** PostgreSQL: connections of another process on the same database (secondNode). */
+  connectAgain: TestDatabase['connectAgain'];
   /** Anonymous client. */
   anon: Client;
   /** The bootstrap superadmin of tenant 000000. */
@@ -70,16 +81,18 @@ export function createdId(reply: Reply): number {
  * tests/support/test-database.ts) and the app on it, with the superadmin signed in.
  */
 export async function buildTestApp(
-  options: { tokenTtl?: number; audit?: AuditOptions; sessionCacheMs?: number; requestDeadlineMs?: number } = {},
+  options: { tokenTtl?: number; audit?: AuditOptions; sessionCacheMs?: number; requestDeadlineMs?: number; webhooks?: AppOptions['webhooks'] } = {},
 ): Promise<TestApp> {
   const db = await openTestDatabase();
   const app = await buildApp({
-    sql: db.sql,
+    sql: db.appSql,
+    directSql: db.appDirect,
     config: { jwtSecret: undefined, tokenTtl: options.tokenTtl ?? 7200, logLevel: 'silent' },
     logger: false,
     audit: options.audit,
     sessionCacheMs: options.sessionCacheMs,
     requestDeadlineMs: options.requestDeadlineMs,
+    webhooks: options.webhooks,
   });
   await app.ready();
   const anon = new Client(app);
@@ -92,13 +105,51 @@ export async function buildTestApp(
   return {
     app,
     sql: db.sql,
+    direct: db.direct,
+    appSql: db.appSql,
     kind: db.kind,
+    connectAgain: db.connectAgain,
     anon,
     root,
     login,
     async close() {
       await app.close();
       await db.close();
+    },
+  };
+}
+
+/** Another node of the service (secondNode). */
+export interface Node {
+  app: FastifyInstance;
+  sql: Sql;
+  close(): Promise<void>;
+}
+
+/**
+ * A second node on t's database, for the tests of what holds across nodes
+ * (the audit stream, the change feed, cache invalidation, lockout). On
+ * PostgreSQL it has its own pool and its own direct connection for LISTEN, as
+ * a second process would (through the pooler under TEST_POOLER_URL), so
+ * nothing can pass between the nodes inside this process. On PGlite it shares
+ * t's one connection: one process owns that database.
+ */
+export async function secondNode(t: TestApp, options: Partial<Omit<AppOptions, 'sql' | 'directSql'>> = {}): Promise<Node> {
+  const db = t.connectAgain?.(10);
+  const app = await buildApp({
+    config: { jwtSecret: undefined, tokenTtl: 7200, logLevel: 'silent' },
+    logger: false,
+    ...options,
+    sql: db?.sql ?? t.appSql,
+    directSql: db?.direct ?? t.appSql,
+  });
+  await app.ready();
+  return {
+    app,
+    sql: db?.sql ?? t.appSql,
+    async close() {
+      await app.close();
+      await db?.close();
     },
   };
 }

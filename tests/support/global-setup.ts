@@ -7,14 +7,19 @@ import type { TestProject } from 'vitest/node';
 import { bootstrap } from '../../src/bootstrap.js';
 import { openEmbedded, openPostgres } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
+import { parseDatabaseUrl } from '../../src/db/url.js';
 import { buildDist } from './build.js';
 import { ADMIN_PASSWORD } from './constants.js';
 import { startContainerIfAvailable } from './container.js';
+import { recordedPoolIn } from './statement-log.js';
+import { checkTenantStatements } from './tenant-statements.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     /** Server-level PostgreSQL URL the test files create their databases in; '' for embedded PGlite. */
     databaseUrl: string;
+    /** TEST_POOLER_URL: a PgBouncer in transaction mode in front of databaseUrl's server, which the apps go through; '' for none. */
+    poolerUrl: string;
     databaseKind: string;
     /** PostgreSQL: the migrated, bootstrapped database each test file copies (CREATE DATABASE ... TEMPLATE). */
     templateDatabase: string;
@@ -22,6 +27,8 @@ declare module 'vitest' {
     templateTarball: string;
     /** PGlite: an initialised but empty data directory, copied for each spawned service (tests/support/service.ts). */
     emptyClusterDir: string;
+    /** PostgreSQL: the directory the workers record the app's statements in (tests/support/statement-log.ts); '' on PGlite. */
+    statementLogDir: string;
   }
 }
 
@@ -54,8 +61,17 @@ async function prepareDatabase(project: TestProject, teardown: (() => Promise<vo
   project.provide('templateDatabase', '');
   project.provide('templateTarball', '');
   project.provide('emptyClusterDir', '');
+  project.provide('poolerUrl', '');
+  project.provide('statementLogDir', '');
   let url = process.env.DATABASE_URL;
-  if (url) {
+  const poolerUrl = process.env.TEST_POOLER_URL;
+  if (poolerUrl) {
+    if (!url) throw new Error('TEST_POOLER_URL needs DATABASE_URL: the server the pooler forwards to, for the template and LISTEN');
+    await poolerAnswers(poolerUrl);
+    project.provide('poolerUrl', poolerUrl);
+    project.provide('databaseKind', 'postgresql (DATABASE_URL) through a pooler (TEST_POOLER_URL)');
+    console.log('[tests] database: PostgreSQL from DATABASE_URL; the apps go through the pooler at TEST_POOLER_URL, DB_PREPARE=false');
+  } else if (url) {
     project.provide('databaseKind', 'postgresql (DATABASE_URL)');
     console.log('[tests] database: PostgreSQL from DATABASE_URL');
   } else {
@@ -69,7 +85,14 @@ async function prepareDatabase(project: TestProject, teardown: (() => Promise<vo
   }
   if (url) {
     project.provide('databaseUrl', url);
-    project.provide('templateDatabase', await postgresTemplate(url, teardown));
+    // Every statement the app sends is recorded, and once every file has run
+    // each distinct one is checked for its tenant filter (docs/scale-out.md#the-check).
+    const statementLog = await mkdtemp(join(tmpdir(), 'dept-statements-'));
+    teardown.push(() => rm(statementLog, { recursive: true, force: true }));
+    project.provide('statementLogDir', statementLog);
+    const template = await postgresTemplate(url, teardown, statementLog);
+    project.provide('templateDatabase', template);
+    teardown.push(() => checkTenantStatements(url, template, statementLog));
     return;
   }
   project.provide('databaseUrl', '');
@@ -81,12 +104,35 @@ async function prepareDatabase(project: TestProject, teardown: (() => Promise<vo
 }
 
 /**
+ * Fails the run at once, naming the pooler, when it does not answer, rather
+ * than every test file after its own wait. It asks for the URL's own database
+ * (never the template: a pooler keeps its server connections open, and
+ * CREATE DATABASE ... TEMPLATE refuses while anyone is connected).
+ */
+async function poolerAnswers(poolerUrl: string): Promise<void> {
+  const pooler = postgres(poolerUrl, { max: 1, prepare: false, connect_timeout: 10, onnotice: () => {} });
+  try {
+    await pooler`SELECT 1`;
+  } catch (err) {
+    const { hosts } = parseDatabaseUrl(poolerUrl);
+    throw new Error(
+      `TEST_POOLER_URL (${hosts.map((h) => `${h.host}:${h.port}`).join(',')}) does not answer: ${err instanceof Error ? err.message : err}`,
+      {
+        cause: err,
+      },
+    );
+  } finally {
+    await pooler.end();
+  }
+}
+
+/**
  * A database of a name unique to this run (other runs may share the server),
  * migrated and bootstrapped, with every connection to it closed again, since
  * CREATE DATABASE ... TEMPLATE refuses while anyone is connected to it.
  * Dropped at teardown.
  */
-async function postgresTemplate(serverUrl: string, teardown: (() => Promise<void>)[]): Promise<string> {
+async function postgresTemplate(serverUrl: string, teardown: (() => Promise<void>)[], statementLog: string): Promise<string> {
   const name = `tpl_${randomBytes(6).toString('hex')}`;
   const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
   await admin.unsafe(`CREATE DATABASE ${name}`);
@@ -96,7 +142,8 @@ async function postgresTemplate(serverUrl: string, teardown: (() => Promise<void
   });
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  const db = openPostgres(url.toString(), { max: 1 });
+  // The first start's statements are the app's too: recorded with the rest.
+  const db = openPostgres(url.toString(), { max: 1, ...recordedPoolIn(statementLog) });
   try {
     await migrate(db.sql);
     await bootstrap(db.sql, ADMIN_PASSWORD);

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -6,6 +7,7 @@ import { join } from 'node:path';
 import postgres from 'postgres';
 import { inject } from 'vitest';
 import { DIST, ROOT } from './build.js';
+import { databaseRoute } from './fresh-postgres.js';
 
 // Real processes for the operation tests : the service started with
 // `node dist/main.js` (built from src/ by the global setup at the start of
@@ -15,6 +17,8 @@ import { DIST, ROOT } from './build.js';
 /** Variables of the parent's environment that must not leak into a spawned service. */
 const OURS = [
   'DATABASE_URL',
+  'DATABASE_DIRECT_URL',
+  'DB_PREPARE',
   'DATA_DIR',
   'ADMIN_PASSWORD',
   'JWT_SECRET',
@@ -25,12 +29,16 @@ const OURS = [
   'DB_START_TIMEOUT',
   'SHUTDOWN_TIMEOUT',
   'NEW_PASSWORD',
+  'MANAGEMENT_PORT',
+  'MANAGEMENT_HOST',
 ];
 
 export interface ServiceDatabase {
   kind: 'postgresql' | 'embedded';
-  /** DATABASE_URL or DATA_DIR for the spawned process. */
+  /** DATABASE_URL (with DATABASE_DIRECT_URL and DB_PREPARE under TEST_POOLER_URL) or DATA_DIR for the spawned process. */
   env: Record<string, string>;
+  /** PostgreSQL: the database on the server itself, for a test that opens it or puts a proxy in front of it. */
+  directUrl?: string;
   dispose(): Promise<void>;
 }
 
@@ -52,12 +60,17 @@ export async function serviceDatabase(): Promise<ServiceDatabase> {
   const name = `svc_${randomBytes(6).toString('hex')}`;
   const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
   await admin.unsafe(`CREATE DATABASE ${name}`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
+  const route = databaseRoute(serverUrl, name, inject('poolerUrl') || undefined);
   return {
     kind: 'postgresql',
-    env: { DATABASE_URL: url.toString() },
+    // Configured as a deployment behind a transaction pooler is (docs/operations.md#behind-a-pooler).
+    env: {
+      DATABASE_URL: route.url,
+      ...(route.directUrl ? { DATABASE_DIRECT_URL: route.directUrl, DB_PREPARE: String(route.prepare) } : {}),
+    },
+    directUrl: route.directUrl ?? route.url,
     async dispose() {
+      // FORCE also ends the pooler's server connections to it.
       await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.end();
     },
@@ -82,6 +95,8 @@ export type Entry = 'main' | 'reset-password';
 export function run(entry: Entry, env: Record<string, string>, args: string[] = []): Run {
   const clean = { ...process.env };
   for (const name of OURS) delete clean[name];
+  // Tracing is on only where a test turns it on (docs/operations.md#traces).
+  for (const name of Object.keys(clean)) if (name.startsWith('OTEL_')) delete clean[name];
   const child = spawn(process.execPath, [join(DIST, `${entry}.js`), ...args], {
     cwd: ROOT,
     env: { ...clean, ...env },
@@ -147,4 +162,20 @@ export async function loginAt(base: string, tenantId: string, username: string, 
   const res = await call(base, 'POST', '/auth/login', { tenantId, username, password });
   if (res.status !== 200) throw new Error(`login failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.data.access_token as string;
+}
+
+/**
+ * A loopback port nothing listens on right now, for a process that must be
+ * given a port number (0 turns the management listener off). Another process
+ * could take it in between; on loopback in a test run that does not happen.
+ */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }

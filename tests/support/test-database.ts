@@ -1,7 +1,27 @@
 import { readFile } from 'node:fs/promises';
 import { inject } from 'vitest';
-import { openEmbedded, type Database } from '../../src/db/database.js';
+import { openEmbedded, type Database, type Sql } from '../../src/db/database.js';
 import { openFreshPostgres } from './fresh-postgres.js';
+import { recordedPool } from './statement-log.js';
+
+export interface TestDatabase extends Database {
+  kind: string;
+  /**
+   * The pool the app under test uses: on PostgreSQL a pool of its own whose
+   * statements the run records and checks (tests/support/statement-log.ts);
+   * on PGlite, with its one connection, the same pool as `sql`. `appDirect`
+   * is that pool's direct connection (LISTEN).
+   */
+  appSql: Sql;
+  appDirect: Sql;
+  /**
+   * PostgreSQL: another pool and direct connection of their own on the same
+   * database, as a second process of the service would have (through the
+   * pooler too, under TEST_POOLER_URL), recorded like `appSql`. Undefined on
+   * PGlite, which has one connection for one process.
+   */
+  connectAgain?: (poolSize: number) => Database;
+}
 
 /**
  * A database of its own for one test file: a new database on the chosen
@@ -9,16 +29,20 @@ import { openFreshPostgres } from './fresh-postgres.js';
  * By default it starts as a copy of the run's template (global-setup.ts):
  * migrated, and bootstrapped with ADMIN_PASSWORD (tests/support/constants.ts).
  * `empty: true` gives a database nothing has touched, for tests of the
- * migrations, the bootstrap or a first start.
+ * migrations, the bootstrap or a first start. Under TEST_POOLER_URL the pools
+ * go through the pooler and `direct` to the server (docs/testing.md#through-pgbouncer).
  */
-export async function openTestDatabase(options: { empty?: boolean } = {}): Promise<Database & { kind: string }> {
+export async function openTestDatabase(options: { empty?: boolean } = {}): Promise<TestDatabase> {
   const serverUrl = inject('databaseUrl');
   const kind = inject('databaseKind');
   if (!serverUrl) {
     const tarball = options.empty ? undefined : inject('templateTarball');
     const loadDataDir = tarball ? new Blob([await readFile(tarball)]) : undefined;
-    return { ...(await openEmbedded(undefined, { loadDataDir })), kind };
+    const db = await openEmbedded(undefined, { loadDataDir });
+    return { ...db, appSql: db.sql, appDirect: db.direct, kind };
   }
   const template = options.empty ? undefined : inject('templateDatabase');
-  return { ...(await openFreshPostgres(serverUrl, 'test', 20, template || undefined)), kind };
+  const recorded = recordedPool();
+  const db = await openFreshPostgres(serverUrl, 'test', 20, template || undefined, inject('poolerUrl') || undefined, recorded);
+  return { ...db, connectAgain: (poolSize) => db.connectAgain(poolSize, recorded), kind };
 }

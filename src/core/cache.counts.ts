@@ -1,0 +1,9 @@
+/** Hits and misses of one cache: plain numbers the cache bumps and the metrics read when scraped (docs/operations.md#metrics). */
+export interface CacheCounts {
+  hits: number;
+  misses: number;
+}
+
+export function cacheCounts(): CacheCounts {
+  return { hits: 0, misses: 0 };
+}

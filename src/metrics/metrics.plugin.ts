@@ -1,0 +1,152 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Sql } from '../db/database.js';
+import { exchangeObserverOf } from '../db/exchange.observer.js';
+import type { CacheCounts } from '../core/cache.counts.js';
+import { feedBacklog } from '../audit/audit.sql.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** This app's metrics, served by the management listener (src/metrics/management.server.ts). */
+    metrics: Registry;
+  }
+}
+
+/** The `route` label of a request no route matched: one value, so a scan of random paths cannot grow the series. */
+const UNMATCHED_ROUTE = 'unmatched';
+
+/** A scrape waits this long for the audit feed's numbers, so a database that is down never holds it up. */
+const FEED_READ_WITHIN_MS = 1_000;
+
+/** From half a millisecond (a cached read on a warm connection) to the statement deadline (5 s) and beyond. */
+const QUERY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export interface MetricsSources {
+  sql: Sql;
+  chartCache: CacheCounts;
+  sessionCache: CacheCounts;
+}
+
+/**
+ * The metrics of one app (docs/operations.md#metrics), in a Registry of its
+ * own: tests build many apps in one process. Everything but the request
+ * histogram is read when scraped (the database's counters, the caches'
+ * counts, the audit feed), so serving requests costs one histogram
+ * observation each; the process metrics are added by the management listener.
+ */
+export function installMetrics(app: FastifyInstance, sources: MetricsSources): void {
+  const registry = new Registry();
+  app.decorate('metrics', registry);
+
+  const requests = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time from the request arriving to its response sent, by method, route template and status code',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    registers: [registry],
+  });
+  // One labelled child per (route, method, status), found by one Map lookup per request.
+  const children = new Map<string, Histogram.Internal<'method' | 'route' | 'status_code'>>();
+  app.addHook('onResponse', (request: FastifyRequest, reply: FastifyReply, done) => {
+    const route = request.routeOptions.url ?? UNMATCHED_ROUTE;
+    const key = `${reply.statusCode} ${request.method} ${route}`;
+    let child = children.get(key);
+    if (!child) {
+      child = requests.labels({ method: request.method, route, status_code: String(reply.statusCode) });
+      children.set(key, child);
+    }
+    child.observe(reply.elapsedTime / 1000);
+    done();
+  });
+
+  cacheCounters(registry, 'chart', 'department chart (list and tree)', sources.chartCache);
+  cacheCounters(registry, 'session', 'session (the per-request token check)', sources.sessionCache);
+  databaseMetrics(app, registry, sources.sql);
+  feedMetrics(registry, sources.sql);
+}
+
+function cacheCounters(registry: Registry, cache: string, what: string, counts: CacheCounts): void {
+  for (const outcome of ['hits', 'misses'] as const) {
+    new Counter({
+      name: `${cache}_cache_${outcome}_total`,
+      help: `Lookups in the ${what} cache that ${outcome === 'hits' ? 'found a live entry' : 'had to read the database'}`,
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(counts[outcome]);
+      },
+    });
+  }
+}
+
+/** Read from the socket watcher's counters (src/db/exchange.observer.ts); absent for a pool opened without one. */
+function databaseMetrics(app: FastifyInstance, registry: Registry, sql: Sql): void {
+  const observer = exchangeObserverOf(sql);
+  if (!observer) return;
+  const durations = new Histogram({
+    name: 'db_query_duration_seconds',
+    help: 'Time from a query (or a statement with its Sync) written to the database to its ReadyForQuery',
+    buckets: QUERY_BUCKETS,
+    registers: [registry],
+  });
+  const unsubscribe = observer.onAnswered((seconds) => durations.observe(seconds));
+  app.addHook('onClose', async () => {
+    unsubscribe();
+  });
+  new Gauge({
+    name: 'db_queries_in_flight',
+    help: 'Queries written to the database and not answered yet',
+    registers: [registry],
+    collect() {
+      this.set(observer.inFlight);
+    },
+  });
+  new Gauge({
+    name: 'db_pool_connections',
+    help: 'Connections to the database, busy (a query in flight) or idle',
+    labelNames: ['state'] as const,
+    registers: [registry],
+    collect() {
+      this.set({ state: 'busy' }, observer.busy);
+      this.set({ state: 'idle' }, observer.open - observer.busy);
+    },
+  });
+}
+
+/**
+ * One query per scrape for both gauges, shared by scrapes that overlap, and
+ * bounded: without an answer within FEED_READ_WITHIN_MS both read NaN (the
+ * database's state shows in /readyz and the 503s).
+ */
+function feedMetrics(registry: Registry, sql: Sql): void {
+  let reading: Promise<{ unsequenced: number; lastPosition: number } | undefined> | undefined;
+  const read = () =>
+    (reading ??= new Promise<{ unsequenced: number; lastPosition: number } | undefined>((resolve) => {
+      const timer = setTimeout(() => resolve(undefined), FEED_READ_WITHIN_MS);
+      feedBacklog(sql).then(
+        (backlog) => {
+          clearTimeout(timer);
+          resolve(backlog);
+        },
+        () => {
+          clearTimeout(timer);
+          resolve(undefined);
+        },
+      );
+    }).finally(() => (reading = undefined)));
+  new Gauge({
+    name: 'audit_feed_unsequenced_records',
+    help: 'Audit records committed and not yet given a feed position (NaN: the database did not answer)',
+    registers: [registry],
+    async collect() {
+      this.set((await read())?.unsequenced ?? NaN);
+    },
+  });
+  new Gauge({
+    name: 'audit_feed_last_position',
+    help: 'The last position the audit feed handed out (NaN: the database did not answer)',
+    registers: [registry],
+    async collect() {
+      this.set((await read())?.lastPosition ?? NaN);
+    },
+  });
+}

@@ -1,0 +1,130 @@
+import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Tracer } from '@opentelemetry/api';
+import type { Sql } from '../db/database.js';
+
+/**
+ * A span per SQL statement (docs/operations.md#traces); postgres.js has no
+ * instrumentation of its own. Only loaded with tracing on: off, the pool is
+ * used as it is, unwrapped.
+ *
+ * A statement is a postgres.js Query that is *executed*: awaited, or sent
+ * with .execute() (pipelined). The same Query object also serves as a
+ * fragment inside another statement (sql`...` interpolated), and helpers
+ * (sql(obj, ...columns), sql.json) make no Query at all; neither is ever
+ * executed, so neither gets a span. Query.handle() is the one point every
+ * execution passes through, once: the span starts there, in the context of
+ * the code that awaited it, and ends when the driver settles the query.
+ *
+ * Recorded: the statement text as sent, with $1, $2... where the values go
+ * (never the values), the database name and, for a single-host URL, the
+ * server. A statement outside any traced request (start-up, the audit feed's
+ * background work) is not recorded: it would be a trace of its own per
+ * statement.
+ */
+
+interface ExecutableQuery {
+  handle(): Promise<void>;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+  /** The text postgres.js sent, with $n placeholders; set when the query is built for its connection. */
+  string?: string;
+  strings: readonly string[];
+}
+
+function isQuery(value: unknown): value is ExecutableQuery {
+  return (
+    value instanceof Promise &&
+    typeof (value as Partial<ExecutableQuery>).handle === 'function' &&
+    Array.isArray((value as Partial<ExecutableQuery>).strings)
+  );
+}
+
+/** The text of a query that failed before it was built; placeholders stand where the values would go. */
+function textOf(query: ExecutableQuery): string {
+  return query.string ?? query.strings.join('$?');
+}
+
+/** The first word(s) of the statement, for the span's name: SELECT, INSERT, WITH... */
+function operationOf(text: string): string {
+  return /^\s*([A-Za-z]+)/.exec(text)?.[1]?.toUpperCase() ?? 'SQL';
+}
+
+function instrument(tracer: Tracer, attributes: Attributes, query: ExecutableQuery): void {
+  const handle = query.handle.bind(query);
+  let started = false;
+  query.handle = () => {
+    if (started) return handle();
+    started = true;
+    const parent = context.active();
+    if (trace.getSpan(parent) === undefined) return handle();
+    const span = tracer.startSpan('SQL', { kind: SpanKind.CLIENT, attributes }, parent);
+    const finish = () => {
+      const text = textOf(query);
+      span.updateName(`${operationOf(text)} ${String(attributes['db.namespace'])}`);
+      span.setAttribute('db.query.text', text);
+      span.end();
+    };
+    const { resolve, reject } = query;
+    query.resolve = (value) => {
+      finish();
+      resolve(value);
+    };
+    query.reject = (error) => {
+      const code = (error as { code?: unknown } | null)?.code;
+      // The code (a SQLSTATE, or the driver's own), never the message: PostgreSQL quotes input in some of its messages.
+      span.setStatus({ code: SpanStatusCode.ERROR, message: typeof code === 'string' ? code : 'error' });
+      if (typeof code === 'string') span.setAttribute('db.response.status_code', code);
+      span.setAttribute('error.type', typeof code === 'string' ? code : 'Error');
+      finish();
+      reject(error);
+    };
+    return handle();
+  };
+}
+
+export interface SqlTarget {
+  database: string;
+  /** Absent for several hosts (which one answers is the driver's choice) and for the embedded database. */
+  server?: { address: string; port: number };
+}
+
+/**
+ * The pool `sql`, recording its statements and those of the transactions it
+ * opens (sql.begin hands the work a transaction client of its own, wrapped
+ * the same way).
+ */
+export function sqlWithSpans(sql: Sql, tracer: Tracer, target: SqlTarget): Sql {
+  const attributes: Attributes = {
+    'db.system.name': 'postgresql',
+    'db.namespace': target.database,
+    ...(target.server ? { 'server.address': target.server.address, 'server.port': target.server.port } : {}),
+  };
+  const wrap = <T extends object>(client: T): T =>
+    new Proxy(client, {
+      apply(fn, thisArg, args) {
+        const result: unknown = Reflect.apply(fn as (...a: unknown[]) => unknown, thisArg, args);
+        if (isQuery(result)) instrument(tracer, attributes, result);
+        return result;
+      },
+      get(target, property) {
+        const value: unknown = Reflect.get(target, property);
+        if (typeof value !== 'function') return value;
+        if (property === 'unsafe' || property === 'file') {
+          return (...args: unknown[]) => {
+            const result: unknown = Reflect.apply(value, target, args);
+            if (isQuery(result)) instrument(tracer, attributes, result);
+            return result;
+          };
+        }
+        if (property === 'begin' || property === 'savepoint') {
+          // begin(fn) or begin(mode, fn); savepoint(fn) or savepoint(name, fn): the work is the last argument.
+          return (...args: unknown[]) => {
+            const work = args.at(-1);
+            if (typeof work === 'function') args[args.length - 1] = (tx: object) => (work as (tx: object) => unknown)(wrap(tx));
+            return Reflect.apply(value, target, args);
+          };
+        }
+        return value;
+      },
+    });
+  return wrap(sql);
+}

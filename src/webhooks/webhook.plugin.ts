@@ -1,0 +1,84 @@
+import fp from 'fastify-plugin';
+import type { FastifyInstance } from 'fastify';
+import { Counter, Gauge } from 'prom-client';
+import type { Sql } from '../db/database.js';
+import type { AuditFeed } from '../audit/audit.feed.js';
+import type { AddressRule } from './webhook.address.js';
+import { DELIVERY_DEFAULTS, WebhookWorker, type DeliveryOptions } from './webhook.delivery.js';
+import { webhookRoutes } from './webhook.routes.js';
+import { backlogs } from './webhook.sql.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** This node's webhook delivery worker. */
+    webhooks: WebhookWorker;
+  }
+}
+
+export type WebhookOptions = Partial<DeliveryOptions>;
+
+/** A scrape waits this long for the backlog query, so a database that is down never holds it up. */
+const BACKLOG_READ_WITHIN_MS = 1_000;
+
+/**
+ * The webhook room: routes under /system/webhook-api, and this node's
+ * delivery worker, woken by the audit feed (a change on any node) and
+ * stopped before the database closes.
+ */
+export const webhookPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; feed: AuditFeed; webhooks?: WebhookOptions }) => {
+  const options: DeliveryOptions = { ...DELIVERY_DEFAULTS, allowed: undefined, ...opts.webhooks };
+  const worker = new WebhookWorker(opts.sql, options, app.log, () => opts.feed.sequence());
+  app.decorate('webhooks', worker);
+  const stopListening = opts.feed.onPositions(() => worker.wake());
+  app.addHook('onReady', async () => worker.start());
+  app.addHook('preClose', async () => worker.stopClaiming());
+  app.addHook('onClose', async () => {
+    stopListening();
+    await worker.close();
+  });
+  if (app.hasDecorator('metrics')) webhookMetrics(app, opts.sql, worker);
+  const rule: AddressRule = options;
+  await app.register(webhookRoutes, { sql: opts.sql, worker, rule, feed: opts.feed, prefix: '/system/webhook-api' });
+});
+
+/** docs/operations.md#metrics: per endpoint its backlog and failed attempts (read when scraped), and this node's attempts. */
+function webhookMetrics(app: FastifyInstance, sql: Sql, worker: WebhookWorker): void {
+  for (const outcome of ['delivered', 'failed'] as const) {
+    new Counter({
+      name: `webhook_attempts_${outcome}_total`,
+      help: `Webhook delivery attempts by this node that ${outcome === 'delivered' ? 'got a 2xx' : 'did not (status, timeout, refused address)'}`,
+      registers: [app.metrics],
+      collect() {
+        this.reset();
+        this.inc(worker.counts[outcome]);
+      },
+    });
+  }
+  let reading: Promise<Awaited<ReturnType<typeof backlogs>> | undefined> | undefined;
+  const read = () =>
+    (reading ??= Promise.race([
+      backlogs(sql).catch(() => undefined),
+      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), BACKLOG_READ_WITHIN_MS).unref()),
+    ]).finally(() => (reading = undefined)));
+  const labelNames = ['tenant_id', 'endpoint'] as const;
+  new Gauge({
+    name: 'webhook_endpoint_backlog',
+    help: 'Records waiting for an enabled webhook endpoint (counted up to 10,000)',
+    labelNames,
+    registers: [app.metrics],
+    async collect() {
+      this.reset();
+      for (const e of (await read()) ?? []) this.set({ tenant_id: e.tenantId, endpoint: String(e.id) }, e.backlog);
+    },
+  });
+  new Gauge({
+    name: 'webhook_endpoint_failures',
+    help: 'Failed attempts so far at the record an enabled endpoint is blocked on (0: delivering normally)',
+    labelNames,
+    registers: [app.metrics],
+    async collect() {
+      this.reset();
+      for (const e of (await read()) ?? []) this.set({ tenant_id: e.tenantId, endpoint: String(e.id) }, e.failures);
+    },
+  });
+}

@@ -1,0 +1,135 @@
+import http from 'node:http';
+import https from 'node:https';
+import { checkLiteral, guardedLookup, hostOf, type AddressRule } from './webhook.address.js';
+import { signedHeaders } from './webhook.sign.js';
+import { RESPONSE_KEPT_BYTES } from './webhook.sql.js';
+
+// One delivery attempt: a signed POST, cut off at the timeout, redirects not
+// followed, the address rule applied to the socket's own lookup. Only the
+// first KB of the answer is kept; the rest is read and dropped so the
+// connection can be reused (keep-alive agents, one per protocol and rule).
+
+export interface SendOptions extends AddressRule {
+  timeoutMs: number;
+}
+
+export interface SendResult {
+  statusCode: number | null;
+  /** Why this is not a success: a non-2xx status, a timeout, a refused address, a network error. null on 2xx. */
+  error: string | null;
+  ms: number;
+  /** The first RESPONSE_KEPT_BYTES of the answer (or the error text when none came). */
+  response: string;
+  /** Seconds the receiver asked to wait (Retry-After), when it did. */
+  retryAfterSeconds?: number;
+}
+
+const agents = new WeakMap<AddressRule, { 'http:': http.Agent; 'https:': https.Agent }>();
+
+/** Keep-alive agents whose every new connection goes through the guarded lookup. */
+function agentsFor(rule: AddressRule) {
+  let pair = agents.get(rule);
+  if (!pair) {
+    pair = {
+      'http:': new http.Agent({ keepAlive: true, maxSockets: 256, lookup: guardedLookup(rule, 'http:') as never }),
+      'https:': new https.Agent({ keepAlive: true, maxSockets: 256, lookup: guardedLookup(rule, 'https:') as never }),
+    };
+    agents.set(rule, pair);
+  }
+  return pair;
+}
+
+/** Retry-After as seconds: a number of seconds or an HTTP date. */
+function retryAfter(header: string | undefined): number | undefined {
+  if (!header) return undefined;
+  if (/^\d+$/.test(header.trim())) return Number(header.trim());
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, (at - Date.now()) / 1000);
+}
+
+function describe(err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  return e.code && !e.message.includes(e.code) ? `${e.code}: ${e.message}` : (e.message ?? String(err));
+}
+
+/** POSTs `body` to `url`, signed with `secrets` under `id`. Never throws: every outcome is a SendResult. */
+export function send(options: SendOptions, url: string, id: string, secrets: string[], body: Buffer, signal?: AbortSignal): Promise<SendResult> {
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  return new Promise<SendResult>((resolve) => {
+    let settled = false;
+    const finish = (result: Omit<SendResult, 'ms'>) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(cutOff.timer);
+      resolve({ ...result, ms: elapsed() });
+    };
+    const failed = (error: string) => finish({ statusCode: null, error, response: '' });
+    // Set once the request exists; finish() may run before (a URL refused before any request).
+    const cutOff: { timer?: NodeJS.Timeout } = {};
+
+    let target: URL;
+    try {
+      target = new URL(url);
+      if (target.protocol !== 'https:' && target.protocol !== 'http:') throw new Error(`${target.protocol} is not http(s)`);
+      checkLiteral(options, target);
+    } catch (err) {
+      return failed(describe(err));
+    }
+    const lib = target.protocol === 'https:' ? https : http;
+    const request = lib.request(
+      {
+        protocol: target.protocol,
+        hostname: hostOf(target),
+        port: target.port || undefined,
+        path: `${target.pathname}${target.search}`,
+        method: 'POST',
+        agent: agentsFor(options)[target.protocol as 'http:' | 'https:'],
+        headers: {
+          'content-type': 'application/json',
+          'content-length': body.length,
+          'user-agent': 'dept-tenant-service-webhooks',
+          ...signedHeaders(secrets, id, body),
+        },
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        let kept = 0;
+        response.on('data', (chunk: Buffer) => {
+          if (kept < RESPONSE_KEPT_BYTES) {
+            chunks.push(chunk.subarray(0, RESPONSE_KEPT_BYTES - kept));
+            kept += Math.min(chunk.length, RESPONSE_KEPT_BYTES - kept);
+          }
+        });
+        response.on('error', (err) => failed(describe(err)));
+        response.on('end', () => {
+          const status = response.statusCode ?? 0;
+          const ok = status >= 200 && status < 300;
+          const redirect = status >= 300 && status < 400;
+          finish({
+            statusCode: status,
+            error: ok ? null : redirect ? `${status} redirect not followed` : `${status} ${response.statusMessage ?? ''}`.trim(),
+            // The kept bytes, decoded; a multi-byte character cut at the limit becomes U+FFFD.
+            // PostgreSQL text cannot hold U+0000: a binary answer must not make its own log row fail.
+            response: Buffer.concat(chunks).toString('utf8').replaceAll('\u0000', '\uFFFD'),
+            retryAfterSeconds: retryAfter(response.headers['retry-after']),
+          });
+        });
+      },
+    );
+    cutOff.timer = setTimeout(() => {
+      failed(`timed out after ${options.timeoutMs} ms`);
+      request.destroy();
+    }, options.timeoutMs);
+    // Shutdown: the attempt is abandoned (and sent again later: at least once), not awaited.
+    const abort = () => {
+      failed('abandoned: the service is shutting down');
+      request.destroy();
+    };
+    if (signal?.aborted) abort();
+    signal?.addEventListener('abort', abort, { once: true });
+    request.on('close', () => signal?.removeEventListener('abort', abort));
+    request.on('error', (err) => failed(describe(err)));
+    request.end(body);
+  });
+}
