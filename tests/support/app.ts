@@ -81,9 +81,18 @@ export function createdId(reply: Reply): number {
  * tests/support/test-database.ts) and the app on it, with the superadmin signed in.
  */
 export async function buildTestApp(
-  options: { tokenTtl?: number; audit?: AuditOptions; sessionCacheMs?: number; requestDeadlineMs?: number; webhooks?: AppOptions['webhooks'] } = {},
+  options: {
+    tokenTtl?: number;
+    audit?: AuditOptions;
+    sessionCacheMs?: number;
+    requestDeadlineMs?: number;
+    /** The app pool's client-side statement deadline instead of the service's 5 s (src/db/database.ts), where it has one. */
+    statementDeadlineMs?: number;
+    webhooks?: AppOptions['webhooks'];
+  } = {},
 ): Promise<TestApp> {
   const db = await openTestDatabase();
+  if (options.statementDeadlineMs !== undefined && db.appDeadline.ms > 0) db.appDeadline.ms = options.statementDeadlineMs;
   const app = await buildApp({
     sql: db.appSql,
     directSql: db.appDirect,

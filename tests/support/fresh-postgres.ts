@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { openPostgres, type Database, type PostgresOptions, type Sql } from '../../src/db/database.js';
+import type { Deadline } from '../../src/db/deadline.js';
 
 /** How an app reaches one database: the options openPostgres (and a spawned service's environment) takes. */
 export interface DatabaseRoute {
@@ -49,7 +50,7 @@ export async function openFreshPostgres(
   template?: string,
   poolerUrl?: string,
   appPool: Pick<PostgresOptions, 'onStatement'> = {},
-): Promise<FreshPostgres & { appSql: Sql; appDirect: Sql }> {
+): Promise<FreshPostgres & { appSql: Sql; appDirect: Sql; appDeadline: Deadline }> {
   // The names are ours (prefix + hex, and the template named by the global setup), never input, so they are safe in the statement text.
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
@@ -64,6 +65,7 @@ export async function openFreshPostgres(
     ...db,
     appSql: app.sql,
     appDirect: app.direct,
+    appDeadline: app.deadline,
     route,
     connectAgain,
     async close() {
