@@ -28,6 +28,8 @@ import { auditPlugin, type AuditOptions } from './audit/audit.plugin.js';
 import { cacheCounts } from './core/cache.counts.js';
 import { installMetrics } from './metrics/metrics.plugin.js';
 import { webhookPlugin, type WebhookOptions } from './webhooks/webhook.plugin.js';
+import { apiKeyRoutes } from './apikeys/apikey.routes.js';
+import { apiKeyIsLive } from './apikeys/apikey.sql.js';
 
 export interface AppOptions {
   sql: Sql;
@@ -136,11 +138,12 @@ export async function buildApp({
   });
   await app.register(userRoutes, { sql, prefix: '/system/user-api' });
   await app.register(tenantRoutes, { sql, prefix: '/system/tenant-api' });
+  await app.register(apiKeyRoutes, { sql, prefix: '/system/apikey-api' });
   await app.register(auditPlugin, {
     sql,
     listenSql: directSql,
     audit: { retentionDays: config.auditRetentionDays, ...audit },
-    sessionIsLive: (viewer) => sessionIsLive(sql, viewer),
+    sessionIsLive: (viewer) => (viewer.apiKeyId === undefined ? sessionIsLive(sql, viewer) : apiKeyIsLive(sql, viewer.tenantId, viewer.apiKeyId)),
   });
   await app.register(webhookPlugin, { sql, feed: app.auditFeed, webhooks: { ...config.webhooks, ...webhooks } });
   return app;

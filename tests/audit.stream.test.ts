@@ -134,6 +134,20 @@ describe('the audit stream', () => {
     expect(t.app.auditStreams.size).toBe(before);
   });
 
+  it('ends a stream opened with an API key once the key is revoked', async () => {
+    const before = t.app.auditStreams.size;
+    const created = await t.root.post('/system/apikey-api', { name: `stream-${Date.now()}`, role: 'admin' });
+    expect(created.status).toBe(200);
+    const stream = await openStream(new Client(t.app, created.body.data.key));
+    expect(stream.status).toBe(200);
+    // Live through several heartbeats, each of which checks the key again.
+    await new Promise((r) => setTimeout(r, HEARTBEAT_MS * 3));
+    expect(stream.ended).toBe(false);
+    expect((await t.root.delete(`/system/apikey-api/${created.body.data.id}`)).status).toBe(200);
+    await stream.until(() => stream.ended, HEARTBEAT_MS * 10, 'the stream of a revoked API key to end');
+    expect(t.app.auditStreams.size).toBe(before);
+  });
+
   it('cuts off a client that stops reading, while a client that reads gets everything', async () => {
     const id = (
       await t.root.post('/system/tenant-api', {

@@ -25,9 +25,11 @@ export const ACTIONS = [
   'webhook.update',
   'webhook.delete',
   'webhook.disabled',
+  'apikey.create',
+  'apikey.delete',
 ] as const;
 type AuditAction = (typeof ACTIONS)[number];
-export const ENTITY_TYPES = ['dept', 'user', 'tenant', 'session', 'webhook'] as const;
+export const ENTITY_TYPES = ['dept', 'user', 'tenant', 'session', 'webhook', 'apikey'] as const;
 type EntityType = (typeof ENTITY_TYPES)[number];
 
 /** A row as `to_jsonb(row)` gives it: column names in snake_case. */

@@ -4,7 +4,9 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Sql } from '../db/database.js';
 import { AppError } from '../core/app.error.js';
 import { today } from '../core/time.js';
-import { accountProblem, findSession } from './auth.sql.js';
+import { accountProblem, findSession, tenantProblem } from './auth.sql.js';
+import { apiKeyProblem, findApiKey, type FoundApiKey } from '../apikeys/apikey.sql.js';
+import { apiKeyTenant, hashApiKey, looksLikeApiKey } from '../apikeys/apikey.token.js';
 import { PERMISSIONS, type Permission } from '../identity/roles.js';
 import type { Caller } from '../identity/caller.js';
 import type { CacheCounts } from '../core/cache.counts.js';
@@ -47,12 +49,12 @@ declare module '@fastify/jwt' {
 const BEARER = /^Bearer [A-Za-z0-9._~+/-]+=*$/i;
 
 type FoundSession = NonNullable<Awaited<ReturnType<typeof findSession>>>;
-/** What the session cache keeps per token: its verified claims, until when they hold, and the session found. */
-interface CachedSession {
-  claims: TokenClaims;
-  expires: number;
-  session: FoundSession;
-}
+/**
+ * What the session cache keeps per token: for a login's token its verified
+ * claims, until when they hold, and the session found; for an API key the key
+ * found (docs/security.md#api-keys).
+ */
+type CachedSession = { claims: TokenClaims; expires: number; session: FoundSession; key?: never } | { key: FoundApiKey; expires: number };
 
 /**
  * Authentication and permission for every route not marked `public`:
@@ -87,8 +89,8 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
   /** The bearer token of the request; AppError 401 when there is none. */
   function bearerToken(request: FastifyRequest): string {
     const header = request.headers.authorization;
-    if (header === undefined) throw new AppError(401, 'Missing Authorization header; send "Bearer <access_token>"');
-    if (!BEARER.test(header)) throw new AppError(401, 'Malformed Authorization header; expected "Bearer <access_token>"');
+    if (header === undefined) throw new AppError(401, 'Missing Authorization header; send "Bearer <access_token>" or "Bearer <API key>"');
+    if (!BEARER.test(header)) throw new AppError(401, 'Malformed Authorization header; expected "Bearer <access_token>" or "Bearer <API key>"');
     return header.slice('Bearer '.length);
   }
 
@@ -118,11 +120,39 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
       role: session.role,
       sessionId: claims.sid,
     };
+    return permitted(request);
+  }
+
+  /** Admits the program behind a found (or unknown) API key, like admit does a token's user. */
+  function admitKey(request: FastifyRequest, key: FoundApiKey | undefined): AppError | undefined {
+    if (!key) return new AppError(401, 'API key is invalid or has been revoked');
+    const problem = tenantProblem(key) ?? apiKeyProblem(key);
+    if (problem) return new AppError(401, `API key refused: ${problem}`);
+    request.caller = { tenantId: key.tenantId, userId: 0, userName: `apikey:${key.name}`, role: key.role, sessionId: '', apiKeyId: key.id };
+    return permitted(request);
+  }
+
+  /** The route's permission, checked against the admitted caller's role. */
+  function permitted(request: FastifyRequest): AppError | undefined {
     const needed = request.routeOptions.config?.permission;
-    if (needed && !PERMISSIONS[session.role].includes(needed)) {
-      return new AppError(403, `Your role "${session.role}" lacks the permission ${needed}`);
-    }
+    const { role } = request.caller;
+    if (needed && !PERMISSIONS[role].includes(needed)) return new AppError(403, `Your role "${role}" lacks the permission ${needed}`);
     return undefined;
+  }
+
+  /** An API key's request: the key is looked up by its hash in the tenant it names, through the same cache. */
+  function authenticateKey(request: FastifyRequest, token: string, key: string, done: (err?: Error) => void): void {
+    const tenantId = apiKeyTenant(token);
+    if (tenantId === undefined) return done(new AppError(401, 'API key is invalid or has been revoked'));
+    sessions
+      .get(key, async () => {
+        const found = await retryRead(() => findApiKey(opts.sql, tenantId, hashApiKey(token)));
+        return found && { key: found, expires: Infinity };
+      })
+      .then(
+        (cached) => done(admitKey(request, cached?.key)),
+        (err: Error) => done(err),
+      );
   }
 
   // A callback hook run on every request. The cache is keyed by the token itself, so a token seen in the last
@@ -140,9 +170,10 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
     const cached = sessions.peek(key);
     if (cached !== undefined && cached.expires > Date.now()) {
       if (counts) counts.hits++;
-      return done(admit(request, cached.claims, cached.session));
+      return done(cached.key ? admitKey(request, cached.key) : admit(request, cached.claims, cached.session));
     }
     if (counts) counts.misses++;
+    if (looksLikeApiKey(token)) return authenticateKey(request, token, key, done);
     let claims: TokenClaims;
     try {
       claims = verifiedClaims(token);
@@ -156,7 +187,7 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
         return session && { claims, session, expires: (claims.exp ?? 0) * 1000 };
       })
       .then(
-        (cached) => done(admit(request, claims, cached?.session)),
+        (cached) => done(admit(request, claims, cached?.key ? undefined : cached?.session)),
         (err: Error) => done(err),
       );
   });

@@ -6,8 +6,14 @@ import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { PERMISSIONS } from '../identity/roles.js';
 import { LoginBody, LoginResult, Me } from './auth.schema.js';
 import { login, logout, me } from './auth.service.js';
-import { requestActor } from '../identity/caller.js';
+import { requestActor, type Caller } from '../identity/caller.js';
+import { assert } from '../core/app.error.js';
 import { transaction } from '../db/retry.js';
+
+/** The routes about a signed-in person's own session answer an API key 403: it has neither a user nor a session. */
+function refuseApiKey(caller: Caller, why: string): void {
+  assert(caller.apiKeyId === undefined, 403, `Not for API keys: ${why}`);
+}
 
 export const authRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; tokenTtl: number }> = async (app, { sql, tokenTtl }) => {
   for (const schema of [LoginBody, LoginResult, Me]) app.addSchema(schema);
@@ -35,6 +41,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; tokenTtl: number 
     '/auth/logout',
     { schema: { operationId: 'logout', summary: 'Log out: revoke this token', tags: ['auth'], response: responses(Type.Null(), AUTHED) } },
     async (request) => {
+      refuseApiKey(request.caller, 'an API key has no session to end; revoke it with DELETE /system/apikey-api/{id}');
       await transaction(sql, (tx) => logout(tx, requestActor(request)));
       return null;
     },
@@ -42,6 +49,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; tokenTtl: number 
 
   const summary = 'The current user, tenant, roles and permissions';
   app.get('/auth/me', { schema: { operationId: 'me', summary, tags: ['auth'], response: responses(Type.Ref('Me'), AUTHED) } }, async (request) => {
+    refuseApiKey(request.caller, 'an API key is not a user; GET /system/apikey-api/{id} describes a key');
     const { tenantId, userId } = request.caller;
     const row = await me(sql, tenantId, userId);
     return {

@@ -4,16 +4,9 @@ import type { Role } from '../identity/roles.js';
 import { inTenantSubtree } from '../identity/scope.js';
 import { today } from '../core/time.js';
 
-/** The user and tenant state that decides whether a login or a token is honoured. */
-export interface AccountState {
+/** The state of a tenant's chain that decides whether anyone of that tenant (a user, an API key) is honoured. */
+export interface TenantState {
   tenantId: string;
-  userId: number;
-  userName: string;
-  nickName: string;
-  deptId: number | null;
-  role: Role;
-  userStatus: string;
-  userDelFlag: string;
   /** The nearest tenant, the user's own first, then up its ancestors, that is deleted, disabled or outside its period; null when none. */
   blockingTenantId: string | null;
   blockingTenantName: string | null;
@@ -22,6 +15,22 @@ export interface AccountState {
   blockingStartTime: string | null;
   blockingEndTime: string | null;
 }
+
+/** The user and tenant state that decides whether a login or a token is honoured. */
+export interface AccountState extends TenantState {
+  userId: number;
+  userName: string;
+  nickName: string;
+  deptId: number | null;
+  role: Role;
+  userStatus: string;
+  userDelFlag: string;
+}
+
+/** The blocking tenant's columns of a TenantState, from BLOCKING_TENANT's `b`. */
+export const BLOCKING_COLUMNS = (sql: Db) => sql`
+  b.tenant_id AS "blockingTenantId", b.name AS "blockingTenantName", b.del_flag AS "blockingDelFlag",
+  b.status AS "blockingStatus", b.start_time::text AS "blockingStartTime", b.end_time::text AS "blockingEndTime"`;
 
 /**
  * Columns of a AccountState over `sys_user u JOIN sys_tenant t`, plus the
@@ -32,11 +41,9 @@ export interface AccountState {
  */
 const PRINCIPAL = (sql: Db) => sql`
   u.tenant_id AS "tenantId", u.user_id AS "userId", u.user_name AS "userName", u.nick_name AS "nickName",
-  u.dept_id AS "deptId", u.role, u.status AS "userStatus", u.del_flag AS "userDelFlag",
-  b.tenant_id AS "blockingTenantId", b.name AS "blockingTenantName", b.del_flag AS "blockingDelFlag",
-  b.status AS "blockingStatus", b.start_time::text AS "blockingStartTime", b.end_time::text AS "blockingEndTime"`;
+  u.dept_id AS "deptId", u.role, u.status AS "userStatus", u.del_flag AS "userDelFlag", ${BLOCKING_COLUMNS(sql)}`;
 
-const BLOCKING_TENANT = (sql: Db, day = today()) => sql`
+export const BLOCKING_TENANT = (sql: Db, day = today()) => sql`
   LEFT JOIN LATERAL (
     SELECT a.tenant_id, coalesce(a.tenant_name, a.company_name) AS name, a.del_flag, a.status, a.start_time, a.end_time
     FROM sys_tenant a
@@ -53,6 +60,15 @@ const BLOCKING_TENANT = (sql: Db, day = today()) => sql`
  * outside its service period; the message names the tenant that is the cause.
  */
 export function accountProblem(p: AccountState): string | null {
+  const tenant = tenantProblem(p);
+  if (tenant) return tenant;
+  if (p.userDelFlag !== '0') return 'the user has been deleted';
+  if (p.userStatus !== '0') return 'the user is disabled';
+  return null;
+}
+
+/** Why nobody of this tenant may act now (it or an ancestor is deleted, disabled or outside its period), or null. */
+export function tenantProblem(p: TenantState): string | null {
   if (p.blockingTenantId !== null) {
     const own = p.blockingTenantId === p.tenantId;
     const which = `${own ? 'the tenant' : `tenant ${p.tenantId}'s ancestor tenant`} ${p.blockingTenantId} "${p.blockingTenantName}"`;
@@ -61,8 +77,6 @@ export function accountProblem(p: AccountState): string | null {
     if (p.blockingStartTime !== null && today() < p.blockingStartTime) return `${which}: its service period starts on ${p.blockingStartTime}`;
     return `${which}: its service period ended on ${p.blockingEndTime}`;
   }
-  if (p.userDelFlag !== '0') return 'the user has been deleted';
-  if (p.userStatus !== '0') return 'the user is disabled';
   return null;
 }
 
@@ -154,12 +168,16 @@ export async function revokeSessionsOfUsers(sql: Db, tenantId: string, userIds: 
 
 /**
  * Suspending a tenant suspends its whole subtree: every session of the
- * users of the tenant and of all its descendant tenants is revoked.
+ * users of the tenant and of all its descendant tenants is revoked, and so
+ * is every API key of theirs (docs/security.md#api-keys), for good, by `by`.
  */
-export async function revokeTenantSubtreeSessions(sql: Db, tenantId: string): Promise<void> {
+export async function revokeTenantSubtreeCredentials(sql: Db, tenantId: string, by: string): Promise<void> {
   await sql`
     UPDATE auth_session SET revoked_at = now()
     WHERE revoked_at IS NULL AND tenant_id IN (SELECT s.tenant_id FROM sys_tenant s WHERE ${inTenantSubtree(sql, 's', tenantId)})`;
+  await sql`
+    UPDATE sys_api_key SET revoke_time = now(), revoke_by = ${by}
+    WHERE revoke_time IS NULL AND tenant_id IN (SELECT s.tenant_id FROM sys_tenant s WHERE ${inTenantSubtree(sql, 's', tenantId)})`;
 }
 
 // Lockout: at most five password evaluations per tenant+username in a

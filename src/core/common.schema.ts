@@ -55,4 +55,7 @@ export const PageParams = {
 export const PageOf = (row: TSchema, options: { $id?: string } = {}) => Type.Object({ total: Type.Integer(), rows: Type.Array(row) }, options);
 
 export const Phone = Type.String({ maxLength: 20, pattern: '^[0-9 +-]*$', description: 'Digits, spaces, + and -' });
+/** A calendar day. */
+export const Day = Type.String({ format: 'date', pattern: '^(?!0000)\\d{4}-\\d{2}-\\d{2}$', description: 'YYYY-MM-DD, year 0001 or later' });
+
 export const Email = Type.String({ maxLength: 50, format: 'email' });

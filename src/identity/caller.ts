@@ -13,6 +13,12 @@ export interface Caller {
   userName: string;
   role: Role;
   sessionId: string;
+  /**
+   * Set when the caller is an API key (docs/security.md#api-keys): then there
+   * is no user (userId 0) and no session (sessionId empty), and userName is
+   * `apikey:<name>`, which is what its audit records show.
+   */
+  apiKeyId?: number;
   /** The request's X-Request-Id and client address, for the audit record; absent outside a request. */
   requestId?: string;
   ip?: string;

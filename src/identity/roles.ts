@@ -28,6 +28,10 @@ const ADMIN = [
   'system:webhook:add',
   'system:webhook:edit',
   'system:webhook:remove',
+  'system:apikey:list',
+  'system:apikey:query',
+  'system:apikey:add',
+  'system:apikey:remove',
 ] as const;
 
 export type Permission = (typeof ADMIN)[number];

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { Nullable, Status } from '../core/common.schema.js';
+import { Day, Nullable, Status } from '../core/common.schema.js';
 import { BODY_LIMIT_BYTES, INT4_MAX, NAME_MAX } from '../core/limits.js';
 import { field } from '../db/fields.js';
 
@@ -9,7 +9,6 @@ import { field } from '../db/fields.js';
 
 const Code = Type.String({ pattern: '^[0-9]{6}$', description: 'Six-digit business code' });
 /** A real calendar date: 2025-02-30 is refused. */
-const Day = Type.String({ format: 'date', pattern: '^(?!0000)\\d{4}-\\d{2}-\\d{2}$', description: 'YYYY-MM-DD, year 0001 or later' });
 const Quota = Type.Integer({ minimum: 0, maximum: INT4_MAX, description: 'Default 0' });
 const Rule = Nullable(Type.String({ maxLength: 2000, description: 'null when not configured' }));
 const NonBlank = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '\\S' });

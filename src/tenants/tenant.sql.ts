@@ -4,7 +4,7 @@ import { parseInternalId } from '../core/ids.js';
 import { NAME_MAX } from '../core/limits.js';
 import type { Actor, Caller } from '../identity/caller.js';
 import { diff, recordAudit, values, type RowImage } from '../audit/audit.record.js';
-import { revokeTenantSubtreeSessions } from '../auth/auth.sql.js';
+import { revokeTenantSubtreeCredentials } from '../auth/auth.sql.js';
 import { createDept } from '../depts/dept.sql.js';
 import { createUser } from '../users/user.sql.js';
 import { containing } from '../db/sql.helpers.js';
@@ -119,13 +119,13 @@ export async function updateTenant(tx: Tx, caller: Caller, input: TenantUpdate, 
     WHERE id = ${input.id}::bigint
     RETURNING ${IMAGE(tx)}`;
   if (endsSessions(target, { status: input.status ?? '0', startTime: input.startTime, endTime: input.endTime })) {
-    await revokeTenantSubtreeSessions(tx, target.tenantId);
+    await revokeTenantSubtreeCredentials(tx, target.tenantId, caller.userName);
   }
   const changes = diff(target.image, after!.image);
   await recordAudit(tx, caller, [{ action: 'tenant.update', entityType: 'tenant', entityId: input.id, tenantId: target.tenantId, changes }]);
 }
 
-/** Logical delete, refused while live child tenants exist; the subtree's sessions end. */
+/** Logical delete, refused while live child tenants exist; the subtree's sessions and API keys end. */
 export async function deleteTenant(tx: Tx, caller: Caller, id: string, ifMatch?: string): Promise<void> {
   const target = await lockTargetTenant(tx, caller, id);
   assertMayChange(caller, target, 'deleted');
@@ -134,7 +134,7 @@ export async function deleteTenant(tx: Tx, caller: Caller, id: string, ifMatch?:
   const [deleted] = await tx<{ image: RowImage }[]>`
     UPDATE sys_tenant t SET del_flag = '2', update_by = ${caller.userName}, update_time = now() WHERE id = ${id}::bigint
     RETURNING ${IMAGE(tx)}`;
-  await revokeTenantSubtreeSessions(tx, target.tenantId);
+  await revokeTenantSubtreeCredentials(tx, target.tenantId, caller.userName);
   await recordAudit(tx, caller, [
     { action: 'tenant.delete', entityType: 'tenant', entityId: id, tenantId: target.tenantId, changes: values(deleted!.image) },
   ]);

@@ -40,6 +40,7 @@ const TENANT_OWNED = [
   'dept_chart_version',
   'webhook_endpoint',
   'webhook_delivery',
+  'sys_api_key',
 ] as const;
 /** Small or global tables, read-mostly: reference tables (or coordinator-local) under Citus. */
 const REFERENCE = ['sys_tenant', 'app_setting', 'audit_feed', 'schema_migrations'] as const;
@@ -329,6 +330,13 @@ export const ALLOWLIST: readonly Allowed[] = [
       /^UPDATE auth_session SET revoked_at = now\(\) WHERE revoked_at IS NULL AND tenant_id IN \(SELECT s\.tenant_id FROM sys_tenant s WHERE \("s"\.tenant_id = \$1 OR \$2 = ANY \(string_to_array\("s"\.ancestors, ','\)\)\)\)$/,
     unpinned: ['auth_session'],
     reason: 'ending the sessions of a disabled or deleted tenant and of every tenant below it (src/auth/auth.sql.ts): a subtree of tenants by design',
+  },
+  {
+    statement:
+      /^UPDATE sys_api_key SET revoke_time = now\(\), revoke_by = \$1 WHERE revoke_time IS NULL AND tenant_id IN \(SELECT s\.tenant_id FROM sys_tenant s WHERE \("s"\.tenant_id = \$2 OR \$3 = ANY \(string_to_array\("s"\.ancestors, ','\)\)\)\)$/,
+    unpinned: ['sys_api_key'],
+    reason:
+      'revoking the API keys of a disabled or deleted tenant and of every tenant below it (src/auth/auth.sql.ts): a subtree of tenants by design',
   },
   {
     statement:

@@ -1,0 +1,97 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import type { Sql } from '../db/database.js';
+import { transaction } from '../db/retry.js';
+import { assert } from '../core/app.error.js';
+import { IdParam, RefTo } from '../core/common.schema.js';
+import { parseId } from '../core/ids.js';
+import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
+import { requestActor } from '../identity/caller.js';
+import { ApiKey, ApiKeyCreate, ApiKeyCreated, ApiKeyPage, ApiKeyPageQuery } from './apikey.schema.js';
+import { createApiKey, getApiKey, listApiKeys, revokeApiKey } from './apikey.sql.js';
+import { newApiKey } from './apikey.token.js';
+
+const tags = ['api keys'];
+
+/** /system/apikey-api: the caller's tenant's API keys (docs/security.md#api-keys). Admins only. */
+export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, { sql }) => {
+  for (const schema of [ApiKey, ApiKeyCreate, ApiKeyCreated]) app.addSchema(schema);
+  const keyId = (raw: string) => parseId(raw, 'API key');
+
+  app.post(
+    '/',
+    {
+      config: { permission: 'system:apikey:add' },
+      schema: {
+        operationId: 'createApiKey',
+        summary: 'Create an API key for your tenant',
+        description: 'The answer carries the key, this once; only its hash is kept. The role is never above your own.',
+        tags,
+        body: RefTo(ApiKeyCreate),
+        response: responses(Type.Ref('ApiKeyCreated'), [...WITH_BODY, ...AUTHED, 409]),
+      },
+    },
+    async (request, reply) => {
+      // A key's role is never above its creator's: the body may name only admin or user, and only admins reach this route.
+      const actor = requestActor(request);
+      const { key, hash } = newApiKey(actor.tenantId);
+      const created = await transaction(sql, (tx) => createApiKey(tx, actor, request.body, hash));
+      reply.header('location', `/system/apikey-api/${created.id}`);
+      return { ...created, key };
+    },
+  );
+
+  app.get(
+    '/list',
+    {
+      config: { permission: 'system:apikey:list' },
+      schema: {
+        operationId: 'listApiKeys',
+        summary: "Your tenant's API keys (not revoked), one page",
+        tags,
+        querystring: ApiKeyPageQuery,
+        response: responses(ApiKeyPage, [400, ...AUTHED]),
+      },
+    },
+    async (request) => listApiKeys(sql, request.caller.tenantId, request.query),
+  );
+
+  app.get(
+    '/:id',
+    {
+      config: { permission: 'system:apikey:query' },
+      schema: {
+        operationId: 'getApiKey',
+        summary: 'Get an API key (never the key itself)',
+        tags,
+        params: IdParam,
+        response: responses(Type.Ref('ApiKey'), [400, ...AUTHED, 404]),
+      },
+    },
+    async (request) => {
+      const id = keyId(request.params.id);
+      const key = await getApiKey(sql, request.caller.tenantId, id);
+      assert(key, 404, `API key ${id} not found`);
+      return key;
+    },
+  );
+
+  app.delete(
+    '/:id',
+    {
+      config: { permission: 'system:apikey:remove' },
+      schema: {
+        operationId: 'revokeApiKey',
+        summary: 'Revoke an API key',
+        description: 'Refused at once on this node, within 2 s on every node.',
+        tags,
+        params: IdParam,
+        response: responses(Type.Null(), [400, ...AUTHED, 404]),
+      },
+    },
+    async (request) => {
+      await transaction(sql, (tx) => revokeApiKey(tx, requestActor(request), keyId(request.params.id)));
+      return null;
+    },
+  );
+};
