@@ -60,7 +60,11 @@ describe('log shape', () => {
       .map((line) => JSON.parse(line))
       .filter((entry) => entry.msg === 'request refused');
     expect(refused).toHaveLength(2);
-    expect(refused[0]).toMatchObject({ level: 30, status: 401, reason: 'Missing Authorization header; send "Bearer <access_token>"' });
+    expect(refused[0]).toMatchObject({
+      level: 30,
+      status: 401,
+      reason: 'Missing Authorization header; send "Bearer <access_token>" or "Bearer <API key>"',
+    });
     expect(refused[1]).toMatchObject({ level: 30, status: 401 });
     expect(refused[0].reqId).toBeTruthy();
   });
