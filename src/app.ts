@@ -30,6 +30,7 @@ import { installMetrics } from './metrics/metrics.plugin.js';
 import { webhookPlugin, type WebhookOptions } from './webhooks/webhook.plugin.js';
 import { apiKeyRoutes } from './apikeys/apikey.routes.js';
 import { apiKeyIsLive } from './apikeys/apikey.sql.js';
+import { scimPlugin } from './scim/scim.plugin.js';
 
 export interface AppOptions {
   sql: Sql;
@@ -139,6 +140,7 @@ export async function buildApp({
   await app.register(userRoutes, { sql, prefix: '/system/user-api' });
   await app.register(tenantRoutes, { sql, prefix: '/system/tenant-api' });
   await app.register(apiKeyRoutes, { sql, prefix: '/system/apikey-api' });
+  await app.register(scimPlugin, { sql, prefix: '/scim/v2' });
   await app.register(auditPlugin, {
     sql,
     listenSql: directSql,

@@ -134,7 +134,9 @@ describe('create, read, update, delete', () => {
     const cases: [Record<string, unknown>, RegExp][] = [
       [{ ...base, userName: '' }, /userName/],
       [{ ...base, userName: 'has space' }, /userName/],
-      [{ ...base, userName: 'x'.repeat(31) }, /userName/],
+      // Up to 100 characters (identity providers send e-mail addresses as login names); 101 is too long.
+      [{ ...base, userName: 'x'.repeat(101) }, /userName/],
+      [{ ...base, userName: uniqueName(), email: `${'e'.repeat(243)}@example.com` }, /email/],
       [{ ...base, userName: uniqueName(), email: 'not-an-email' }, /email/],
       [{ ...base, userName: uniqueName(), phonenumber: 'call me' }, /phonenumber/],
       [{ ...base, userName: uniqueName(), status: '2' }, /status/],
@@ -151,6 +153,16 @@ describe('create, read, update, delete', () => {
     ];
     for (const [body, msg] of cases) expectStatus(await b.admin.post('/system/user-api', body), 400, msg);
     expect(await liveCount(b.tenantId)).toBe(1);
+  });
+
+  it('takes a userName of up to 100 characters and an email of up to 254, and that user logs in', async () => {
+    const b = await createTenantWithAdmin(t);
+    const userName = `${'n'.repeat(88)}@example.com`;
+    const email = `${'m'.repeat(242)}@example.com`;
+    expect([userName.length, email.length]).toEqual([100, 254]);
+    const id = createdId(await b.admin.post('/system/user-api', { userName, email, password: PASSWORD, roles: ['user'] }));
+    expect((await b.admin.get(`/system/user-api/${id}`)).body.data).toMatchObject({ userName, email });
+    expect((await t.anon.post('/auth/login', { tenantId: b.tenantId, username: userName, password: PASSWORD })).status).toBe(200);
   });
 
   it("refuses a tenantId other than the caller's (403) on create and update, and accepts its own", async () => {

@@ -1,10 +1,10 @@
 import { Type } from '@sinclair/typebox';
-import { NAME_MAX } from '../core/limits.js';
+import { USER_NAME_MAX } from '../core/limits.js';
 
 export const LoginBody = Type.Object(
   {
     tenantId: Type.String({ pattern: '^[0-9]{6}$', description: 'Six-digit tenant code' }),
-    username: Type.String({ minLength: 1, maxLength: NAME_MAX }),
+    username: Type.String({ minLength: 1, maxLength: USER_NAME_MAX }),
     password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true }),
   },
   { $id: 'LoginBody', examples: [{ tenantId: '000000', username: 'admin', password: 'change-me-please' }] },

@@ -28,6 +28,9 @@ export async function verifyPassword(password: string, stored: string): Promise<
 /** Verified against when the user does not exist, so timing does not reveal which names exist. */
 export const DUMMY_HASH = await hashPassword(randomBytes(16).toString('hex'));
 
+/** Stored for a user created without a password (SCIM): not a scrypt hash, so verifyPassword never matches it. */
+export const NO_PASSWORD_HASH = '!';
+
 export function randomPassword(): string {
   return randomBytes(12).toString('base64url');
 }

@@ -66,8 +66,8 @@ export function createSessionCache<T>(ttlMs = SESSION_CACHE_MS, now: () => numbe
   };
 }
 
-/** Paths whose successful writes may change who is allowed in: logout, password, users, tenants, API keys. */
-const AUTH_WRITE_PREFIXES = ['/auth', '/system/user-api', '/system/tenant-api', '/system/apikey-api'];
+/** Paths whose successful writes may change who is allowed in: logout, password, users, tenants, API keys, SCIM's users. */
+const AUTH_WRITE_PREFIXES = ['/auth', '/system/user-api', '/system/tenant-api', '/system/apikey-api', '/scim/v2'];
 
 export function isAuthRelevantWrite(method: string, url: string, status: number): boolean {
   if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || status >= 400) return false;

@@ -2,8 +2,11 @@
 // columns behind them), defined once: schemas, checks, server options and
 // messages all read them from here.
 
-/** Names: deptName, userName, nickName, contactUserName (varchar(30) columns). */
+/** Names: deptName, nickName, contactUserName (varchar(30) columns). */
 export const NAME_MAX = 30;
+/** A user's login name and email: identity providers send addresses as login names, longer than RuoYi's 30 and 50. */
+export const USER_NAME_MAX = 100;
+export const EMAIL_MAX = 254;
 
 /** Integer fields stored as int4: orderNum, the quotas, accountCount. */
 export const INT4_MAX = 2_147_483_647;

@@ -77,7 +77,8 @@ function describeValidation(errors: FastifySchemaValidationError[], context: str
     .join('; ');
 }
 
-function classify(error: FastifyError | Error): [number, string] {
+/** The status and message of any failure, as the one error handler answers it (SCIM words the same outcome its own way). */
+export function classify(error: FastifyError | Error): [number, string] {
   if (error instanceof AppError) return [error.status, error.message];
   if (error instanceof CommitOutcomeUnknown) return [503, `${error.message}: read it back before repeating it`];
   if (isUnavailable(error)) return [503, 'The database is unavailable; retry later'];

@@ -16,8 +16,13 @@ import { invalidText } from './unicode.js';
  */
 export function installJsonParser(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json');
+  addJsonParser(app, 'application/json');
+}
+
+/** The same parser for another JSON media type (SCIM's `application/scim+json`), in `app`'s context. */
+export function addJsonParser(app: FastifyInstance, contentType: string): void {
   const utf8 = new TextDecoder('utf-8', { fatal: true });
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => {
+  app.addContentTypeParser(contentType, { parseAs: 'buffer' }, (_request, body, done) => {
     let text: string;
     try {
       text = utf8.decode(body as Buffer);

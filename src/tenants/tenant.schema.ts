@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Audit, Nullable, PageOf, PageParams, RefTo, Status } from '../core/common.schema.js';
-import { NAME_MAX } from '../core/limits.js';
+import { USER_NAME_MAX } from '../core/limits.js';
 import { propertiesOf } from '../db/fields.js';
 import { PACKAGE_FIELDS, QUOTA_FIELDS, RULE_FIELDS, TENANT_FIELDS, TenantCode } from './tenant.fields.js';
 
@@ -41,7 +41,13 @@ export const TenantCreate = Type.Composite(
     Type.Object({
       tenantParent: Type.Optional(TenantCode),
       username: Type.Optional(
-        Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: '^\\S+$', writeOnly: true, description: "Write-only: the new tenant's admin" }),
+        Type.String({
+          minLength: 1,
+          maxLength: USER_NAME_MAX,
+          pattern: '^\\S+$',
+          writeOnly: true,
+          description: "Write-only: the new tenant's admin",
+        }),
       ),
       password: Type.Optional(Type.String({ minLength: 8, maxLength: 128, writeOnly: true, description: 'Write-only' })),
     }),

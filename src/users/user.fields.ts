@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { DelFlag, Email, EntityId, Nullable, Phone, Status } from '../core/common.schema.js';
-import { NAME_MAX } from '../core/limits.js';
+import { DelFlag, EntityId, Nullable, Phone, Status } from '../core/common.schema.js';
+import { EMAIL_MAX, NAME_MAX, USER_NAME_MAX } from '../core/limits.js';
 import { AUDIT_FIELDS, field } from '../db/fields.js';
 
 // The user's fields, once: API name, column of sys_user, schema, write
@@ -16,11 +16,11 @@ export const USER_FIELDS = {
   deptId: field('dept_id', Nullable(EntityId), { write: { default: null } }),
   userName: field(
     'user_name',
-    Type.String({ minLength: 1, maxLength: NAME_MAX, pattern: '^\\S+$', description: "Unique among the tenant's live users" }),
+    Type.String({ minLength: 1, maxLength: USER_NAME_MAX, pattern: '^\\S+$', description: "Unique among the tenant's live users" }),
     { write: { required: true } },
   ),
   nickName: field('nick_name', Type.String({ maxLength: NAME_MAX }), { write: { default: '' } }),
-  email: field('email', Nullable(Email), { write: { default: null } }),
+  email: field('email', Nullable(Type.String({ maxLength: EMAIL_MAX, format: 'email' })), { write: { default: null } }),
   phonenumber: field('phonenumber', Nullable(Phone), { write: { default: null } }),
   status: field('status', Status, { write: { default: '0' } }),
   delFlag: field('del_flag', DelFlag),

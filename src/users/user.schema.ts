@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DelFlagInput, EntityId, Status } from '../core/common.schema.js';
-import { NAME_MAX } from '../core/limits.js';
+import { USER_NAME_MAX } from '../core/limits.js';
 import { propertiesOf } from '../db/fields.js';
 import { AssignableRole, USER_FIELDS } from './user.fields.js';
 
@@ -33,7 +33,7 @@ export const UserUpdate = Type.Composite(
 
 export const UserListQuery = Type.Object({
   deptId: Type.Optional(EntityId),
-  userName: Type.Optional(Type.String({ maxLength: NAME_MAX, description: 'Substring match' })),
+  userName: Type.Optional(Type.String({ maxLength: USER_NAME_MAX, description: 'Substring match' })),
   status: Type.Optional(Status),
 });
 

@@ -1,7 +1,7 @@
 import type { Db, Tx } from '../db/database.js';
 import { lockOrganisation } from '../db/locks.js';
 import { checkIfMatch } from '../core/version.js';
-import { hashPassword } from '../auth/password.js';
+import { hashPassword, NO_PASSWORD_HASH } from '../auth/password.js';
 import { revokeSessionsOfUsers, revokeUserSessions } from '../auth/auth.sql.js';
 import { assertOwnTenant, type Actor, type Caller } from '../identity/caller.js';
 import { containing } from '../db/sql.helpers.js';
@@ -14,7 +14,7 @@ import { assertAccountQuota, assertLiveDept, assertNotSelf, endsUserSessions, lo
 const COLUMNS = (sql: Db) => selectList(sql, 'sys_user', USER_FIELDS);
 const toUser = (row: Record<string, unknown>): User => fromRow(row, USER_FIELDS);
 /** The write columns of a create or full replacement; the single role is stored in `role`. */
-const userColumns = (input: UserCreate | UserUpdate) => writeColumns(USER_FIELDS, input);
+const userColumns = (input: Omit<UserCreate, 'password'> | UserUpdate) => writeColumns(USER_FIELDS, input);
 
 export async function getUser(sql: Db, tenantId: string, userId: number): Promise<User | undefined> {
   const [row] = await sql<Record<string, unknown>[]>`
@@ -33,15 +33,25 @@ export async function listUsers(sql: Db, tenantId: string, query: UserListQuery)
   return rows.map(toUser);
 }
 
-export async function createUser(tx: Tx, actor: Actor, input: UserCreate): Promise<number> {
+/**
+ * `extra`: columns outside the REST user (the SCIM-only ones, docs/scim.md#users).
+ * A user created without a password (only SCIM does that) has a hash no password matches.
+ */
+export async function createUser(
+  tx: Tx,
+  actor: Actor,
+  input: Omit<UserCreate, 'password'> & { password?: string },
+  extra: Record<string, unknown> = {},
+): Promise<number> {
   assertOwnTenant(actor, input.tenantId, 'users');
-  const passwordHash = await hashPassword(input.password);
+  const passwordHash = input.password === undefined ? NO_PASSWORD_HASH : await hashPassword(input.password);
   await lockOrganisation(tx, actor.tenantId);
   await assertLiveDept(tx, actor.tenantId, input.deptId);
   await assertAccountQuota(tx, actor.tenantId);
   const [row] = await tx<{ userId: number; image: RowImage }[]>`
     INSERT INTO sys_user ${tx({
       ...userColumns(input),
+      ...extra,
       role: input.roles[0]!,
       tenant_id: actor.tenantId,
       password_hash: passwordHash,
@@ -52,8 +62,8 @@ export async function createUser(tx: Tx, actor: Actor, input: UserCreate): Promi
   return row!.userId;
 }
 
-/** Full replacement; the password changes only when sent. */
-export async function updateUser(tx: Tx, actor: Caller, input: UserUpdate, ifMatch?: string): Promise<void> {
+/** Full replacement; the password changes only when sent. `extra` as for createUser. */
+export async function updateUser(tx: Tx, actor: Caller, input: UserUpdate, ifMatch?: string, extra: Record<string, unknown> = {}): Promise<void> {
   assertOwnTenant(actor, input.tenantId, 'users');
   const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
   await lockOrganisation(tx, actor.tenantId);
@@ -61,7 +71,7 @@ export async function updateUser(tx: Tx, actor: Caller, input: UserUpdate, ifMat
   await checkIfMatch(ifMatch, () => getUser(tx, actor.tenantId, input.userId), `User ${input.userId}`);
   await assertLiveDept(tx, actor.tenantId, input.deptId);
   const [after] = await tx<{ image: RowImage }[]>`
-    UPDATE sys_user SET ${tx({ ...userColumns(input), role: input.roles[0]!, update_by: actor.userName })},
+    UPDATE sys_user SET ${tx({ ...userColumns(input), ...extra, role: input.roles[0]!, update_by: actor.userName })},
       password_hash = COALESCE(${passwordHash}, password_hash), update_time = now()
     WHERE tenant_id = ${actor.tenantId} AND user_id = ${input.userId}
     RETURNING to_jsonb(sys_user) AS image`;

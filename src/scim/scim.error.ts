@@ -1,0 +1,27 @@
+/**
+ * A SCIM refusal (RFC 7644 §3.12): `status` is the HTTP status, `scimType`
+ * the error keyword some 400s carry (`invalidFilter`, `uniqueness`, ...),
+ * and the message is the `detail` the client reads. SCIM clients expect the
+ * SCIM error body, not the service's envelope, so these are kept apart from
+ * AppError and get a handler of their own.
+ */
+export class ScimError extends Error {
+  constructor(
+    readonly status: number,
+    readonly scimType: string | undefined,
+    detail: string,
+  ) {
+    super(detail);
+    this.name = 'ScimError';
+  }
+
+  get detail(): string {
+    return this.message;
+  }
+}
+
+/** A filter the server will not run (RFC 7644 §3.4.2.2: syntax, an unknown attribute, a wrong type, the limits). */
+export const invalidFilter = (detail: string) => new ScimError(400, 'invalidFilter', detail);
+
+/** How a piece of the client's input is named in a detail: quoted, and cut short so a detail never echoes a long input. */
+export const shown = (text: string) => JSON.stringify(text.length > 100 ? `${text.slice(0, 100)}...` : text);

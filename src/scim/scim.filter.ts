@@ -1,0 +1,357 @@
+import type { PendingQuery, Row } from 'postgres';
+import type { Db } from '../db/database.js';
+import { invalidFilter, shown } from './scim.error.js';
+import { compare, present } from './scim.compare.js';
+
+// The SCIM `filter` query parameter (RFC 7644 §3.4.2.2): parsed by hand into
+// a small tree, then translated into a postgres.js fragment for a WHERE.
+// Nothing from the filter text ever becomes SQL text: literals are bound
+// parameters, and columns come only from the FilterAttributes the caller
+// hands in (src/scim/scim.attributes.ts), looked up by the attribute's name.
+// The comparisons at the leaves are in scim.compare.ts.
+
+/** A piece of SQL built with the sql tag, to be placed inside another statement. */
+type Fragment = PendingQuery<Row[]>;
+
+export type CompareOp = 'eq' | 'ne' | 'co' | 'sw' | 'ew' | 'gt' | 'ge' | 'lt' | 'le';
+export type Literal = string | number | boolean | null;
+
+/**
+ * A parsed filter. `path` is the attribute path as written (it may carry a
+ * schema URN prefix); names are case-insensitive (RFC 7643 §2.1), so
+ * filterToSql lower-cases them before the lookup. Inside a `value` node
+ * (`emails[type eq "work"]`) paths name sub-attributes of `path`.
+ */
+export type Filter =
+  | { op: 'and' | 'or'; left: Filter; right: Filter }
+  | { op: 'not'; filter: Filter }
+  | { op: 'pr'; path: string }
+  | { op: CompareOp; path: string; value: Literal }
+  | { op: 'value'; path: string; filter: Filter };
+
+/** Bounds on what one request may ask the parser and the planner to do; beyond them: 400 invalidFilter. */
+const MAX_FILTER_LENGTH = 2000;
+const MAX_FILTER_DEPTH = 20;
+const MAX_FILTER_COMPARISONS = 50;
+
+const COMPARE_OPS: ReadonlySet<string> = new Set<CompareOp>(['eq', 'ne', 'co', 'sw', 'ew', 'gt', 'ge', 'lt', 'le']);
+
+// ------------------------------------------------------------------ Parser
+
+interface Token {
+  kind: '(' | ')' | '[' | ']' | 'word' | 'string';
+  text: string;
+  /** The decoded value of a string token. */
+  value?: string;
+  at: number;
+}
+
+/**
+ * Words run up to white space, a bracket or a quote; a string is a JSON
+ * string (RFC 7644 §3.4.2.2 takes JSON literals), so JSON.parse decodes
+ * its escapes and refuses a bad one or a raw control character.
+ */
+function tokenize(text: string): Token[] {
+  const tokens: Token[] = [];
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i]!;
+    if (/\s/.test(c)) {
+      i++;
+    } else if (c === '(' || c === ')' || c === '[' || c === ']') {
+      tokens.push({ kind: c, text: c, at: i++ });
+    } else if (c === '"') {
+      let j = i + 1;
+      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      if (j >= text.length) throw invalidFilter(`Unterminated string at position ${i}`);
+      const raw = text.slice(i, j + 1);
+      let value: string;
+      try {
+        value = JSON.parse(raw) as string;
+      } catch {
+        throw invalidFilter(`Invalid string ${shown(raw)} at position ${i}: strings are JSON strings`);
+      }
+      tokens.push({ kind: 'string', text: raw, value, at: i });
+      i = j + 1;
+    } else {
+      const end = text.slice(i).search(/[\s()[\]"]/);
+      const word = end < 0 ? text.slice(i) : text.slice(i, i + end);
+      tokens.push({ kind: 'word', text: word, at: i });
+      i += word.length;
+    }
+  }
+  return tokens;
+}
+
+/**
+ * attrPath = [URI ":"] ATTRNAME ["." subAttr] (RFC 7644 §3.4.2.2, RFC 7643
+ * §2.1). A schema URN ends at its last colon: names have none, while the URN
+ * has dots of its own (`core:2.0:User:name.familyName`).
+ */
+const NAME = String.raw`(?:\$ref|[A-Za-z][A-Za-z0-9_-]*)`;
+const ATTR_PATH = new RegExp(String.raw`^(?:urn:[A-Za-z0-9:._~%+-]*:)?${NAME}(?:\.${NAME})?$`, 'i');
+
+class Parser {
+  private pos = 0;
+  private depth = 0;
+  private comparisons = 0;
+  private inValuePath = false;
+
+  constructor(private readonly tokens: Token[]) {}
+
+  parse(): Filter {
+    const filter = this.or();
+    const rest = this.tokens[this.pos];
+    if (rest) throw invalidFilter(`Unexpected ${shown(rest.text)} at position ${rest.at}`);
+    return filter;
+  }
+
+  private peek(): Token | undefined {
+    return this.tokens[this.pos];
+  }
+
+  private isWord(token: Token | undefined, word: string): boolean {
+    return token?.kind === 'word' && token.text.toLowerCase() === word;
+  }
+
+  private expect(kind: Token['kind'], what: string): Token {
+    const token = this.tokens[this.pos];
+    if (token?.kind !== kind) throw invalidFilter(`Expected ${what} ${token ? `at position ${token.at}, found ${shown(token.text)}` : 'at the end'}`);
+    this.pos++;
+    return token;
+  }
+
+  /** Parentheses, `not (` and value paths each nest one level; the bound keeps the recursion (and the SQL) shallow. */
+  private nested<T>(parse: () => T): T {
+    if (++this.depth > MAX_FILTER_DEPTH) throw invalidFilter(`The filter nests deeper than ${MAX_FILTER_DEPTH} levels`);
+    const result = parse();
+    this.depth--;
+    return result;
+  }
+
+  // Precedence, loosest first: or, and, not (RFC 7644 §3.4.2.2, table 5).
+  private or(): Filter {
+    let left = this.and();
+    while (this.isWord(this.peek(), 'or')) {
+      this.pos++;
+      left = { op: 'or', left, right: this.and() };
+    }
+    return left;
+  }
+
+  private and(): Filter {
+    let left = this.factor();
+    while (this.isWord(this.peek(), 'and')) {
+      this.pos++;
+      left = { op: 'and', left, right: this.factor() };
+    }
+    return left;
+  }
+
+  private factor(): Filter {
+    const token = this.peek();
+    if (token?.kind === '(') {
+      this.pos++;
+      const inner = this.nested(() => this.or());
+      this.expect(')', '")"');
+      return inner;
+    }
+    // `not` takes a parenthesised filter only; `not userName eq "x"` is not in the grammar.
+    if (this.isWord(token, 'not') && this.tokens[this.pos + 1]?.kind === '(') {
+      this.pos += 2;
+      const inner = this.nested(() => this.or());
+      this.expect(')', '")"');
+      return { op: 'not', filter: inner };
+    }
+    return this.attributeExpression();
+  }
+
+  private attributeExpression(): Filter {
+    const token = this.expect('word', 'an attribute path');
+    if (!ATTR_PATH.test(token.text)) throw invalidFilter(`${shown(token.text)} at position ${token.at} is not an attribute path`);
+    const path = token.text;
+    if (this.peek()?.kind === '[') return this.valuePath(path);
+    const opToken = this.expect('word', `an operator after ${shown(path)}`);
+    const op = opToken.text.toLowerCase();
+    if (op !== 'pr' && !COMPARE_OPS.has(op)) throw invalidFilter(`Unknown operator ${shown(opToken.text)} at position ${opToken.at}`);
+    if (++this.comparisons > MAX_FILTER_COMPARISONS) throw invalidFilter(`The filter has more than ${MAX_FILTER_COMPARISONS} comparisons`);
+    if (op === 'pr') return { op: 'pr', path };
+    return { op: op as CompareOp, path, value: this.literal() };
+  }
+
+  /** `attr[filter]`; value filters do not nest, and `attr[filter].sub` is a PATCH path (RFC 7644 §3.5.2), not a filter. */
+  private valuePath(path: string): Filter {
+    const open = this.expect('[', '"["');
+    if (this.inValuePath) throw invalidFilter(`Value filters do not nest (position ${open.at})`);
+    this.inValuePath = true;
+    const inner = this.nested(() => this.or());
+    this.inValuePath = false;
+    this.expect(']', '"]"');
+    const next = this.peek();
+    if (next?.kind === 'word' && next.text.startsWith('.')) {
+      throw invalidFilter(`${shown(`${path}[...]${next.text}`)}: a filter takes attribute[filter] only, with no sub-attribute after it`);
+    }
+    return { op: 'value', path, filter: inner };
+  }
+
+  /** A JSON value: string, number, true, false or null (the last three in any case, as some clients send `True`). */
+  private literal(): Literal {
+    const token = this.tokens[this.pos++];
+    if (token?.kind === 'string') return token.value!;
+    if (token?.kind !== 'word') throw invalidFilter(`Expected a value ${token ? `at position ${token.at}` : 'at the end'}`);
+    const word = token.text.toLowerCase();
+    if (word === 'true' || word === 'false') return word === 'true';
+    if (word === 'null') return null;
+    if (/^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$/.test(token.text) && Number.isFinite(Number(token.text))) return Number(token.text);
+    throw invalidFilter(`${shown(token.text)} at position ${token.at} is not a value: strings are quoted`);
+  }
+}
+
+/** Parses a SCIM filter; any syntax error, or a filter beyond the limits above, is a 400 invalidFilter. */
+export function parseFilter(text: string): Filter {
+  if (text.length > MAX_FILTER_LENGTH) throw invalidFilter(`The filter is longer than ${MAX_FILTER_LENGTH} characters`);
+  const tokens = tokenize(text);
+  if (tokens.length === 0) throw invalidFilter('The filter is empty');
+  return new Parser(tokens).parse();
+}
+
+// ------------------------------------------------------------- Translation
+
+type AttributeType = 'string' | 'boolean' | 'dateTime' | 'id';
+
+/** A single-valued attribute (or a sub-attribute) and where it is stored. */
+export interface FilterAttribute {
+  /** The column or expression, on the alias the caller's statement uses. */
+  column: (sql: Db) => Fragment;
+  /**
+   * string: text, compared as SCIM strings; boolean: a boolean expression;
+   * dateTime: a timestamptz; id: a bigint id, which SCIM shows as its
+   * decimal string.
+   */
+  type: AttributeType;
+  /** Whether string comparisons respect case (RFC 7643 §2.3.1); false compares lower() of both sides. */
+  caseExact: boolean;
+}
+
+/**
+ * A multi-valued complex attribute (emails, members). `some` turns a
+ * condition on one value (in terms of the sub-attributes' columns) into one
+ * on the resource: true when at least one value meets it (an EXISTS, or
+ * "the one stored value is set and meets it"). A value path's whole filter
+ * goes inside one `some`, so `emails[type eq "work" and value co "@x"]` asks
+ * for one email that is both, as RFC 7644 §3.4.2.2 means.
+ */
+interface MultiValuedAttribute {
+  /** By lower-cased name; `value` is the one `emails eq "..."` (no sub-attribute) compares. */
+  subAttributes: Record<string, FilterAttribute>;
+  some: (sql: Db, condition: Fragment) => Fragment;
+}
+
+/** By lower-cased attribute path: bare (`username`, `name.givenname`) or schema-qualified (`urn:...:user:username`). */
+export type FilterAttributes = Record<string, FilterAttribute | MultiValuedAttribute>;
+
+const isMultiValued = (a: FilterAttribute | MultiValuedAttribute | undefined): a is MultiValuedAttribute => a !== undefined && 'some' in a;
+
+/** Where a path is stored: the attribute, and the `some` of the multi-valued attribute it belongs to, if any. */
+interface Resolved {
+  attribute: FilterAttribute;
+  some?: MultiValuedAttribute['some'];
+}
+
+const unknownAttribute = (path: string) => invalidFilter(`Unknown attribute ${shown(path)}`);
+
+/** `emails.value` is the sub-attribute `value` of `emails`; the dot that splits is the first after the schema URN. */
+function resolve(attributes: FilterAttributes, path: string): Resolved {
+  const key = path.toLowerCase();
+  const direct = attributes[key];
+  if (direct && !isMultiValued(direct)) return { attribute: direct };
+  // A multi-valued attribute named whole compares its `value` (`emails co "@x"`).
+  const dot = key.indexOf('.', key.lastIndexOf(':') + 1);
+  const multi = direct ?? (dot < 0 ? undefined : attributes[key.slice(0, dot)]);
+  const sub = direct ? 'value' : key.slice(dot + 1);
+  const attribute = isMultiValued(multi) ? multi.subAttributes[sub] : undefined;
+  if (!attribute) throw unknownAttribute(path);
+  return { attribute, some: (multi as MultiValuedAttribute).some };
+}
+
+/**
+ * What names mean where a filter part stands: at the top, the resource's
+ * attributes; inside `attr[...]`, the sub-attributes of one value of attr.
+ */
+interface Scope {
+  find(path: string): Resolved;
+  /** The multi-valued attribute a path names as a whole (`emails`), at the top only. */
+  multi(path: string): MultiValuedAttribute | undefined;
+}
+
+/**
+ * The filter as a condition for a WHERE, on the aliases `attributes` name:
+ * `sql\`SELECT ... FROM sys_user u WHERE u.tenant_id = ${tenantId} AND (${fragment})\``.
+ *
+ * Every comparison is two-valued (true or false, never NULL), so `not` is the
+ * plain complement: a resource matches `not (F)` exactly when it does not
+ * match F. An attribute without a value (NULL, or no email) matches no
+ * comparison, and so `ne`, defined as `not eq`, matches it: a user with no
+ * email matches `emails.value ne "x"`. RFC 7644 §3.4.2.2 leaves `ne` on a
+ * missing attribute open; this reading keeps `ne` and `not (eq)` the same
+ * filter, and lets a client find "everyone but x" without also asking `or
+ * not (emails pr)`. On a multi-valued attribute `ne` is then "no value
+ * equals": `members.value ne "12"` are the groups without member 12.
+ */
+export function filterToSql(sql: Db, filter: Filter, attributes: FilterAttributes): Fragment {
+  const top: Scope = {
+    find: (path) => resolve(attributes, path),
+    multi: (path) => {
+      const whole = attributes[path.toLowerCase()];
+      return isMultiValued(whole) ? whole : undefined;
+    },
+  };
+  return translate(sql, filter, top);
+}
+
+function translate(sql: Db, f: Filter, scope: Scope): Fragment {
+  switch (f.op) {
+    case 'and':
+      return sql`(${translate(sql, f.left, scope)} AND ${translate(sql, f.right, scope)})`;
+    case 'or':
+      return sql`(${translate(sql, f.left, scope)} OR ${translate(sql, f.right, scope)})`;
+    case 'not':
+      return sql`(NOT ${translate(sql, f.filter, scope)})`;
+    case 'value': {
+      const multi = scope.multi(f.path);
+      if (!multi) {
+        scope.find(f.path); // an unknown attribute is named as such
+        throw invalidFilter(`${shown(f.path)} is not a multi-valued attribute: attribute[filter] needs one`);
+      }
+      const inside: Scope = {
+        find: (sub) => {
+          const attribute = multi.subAttributes[sub.toLowerCase()];
+          if (!attribute) throw unknownAttribute(`${f.path}.${sub}`);
+          return { attribute };
+        },
+        multi: () => undefined,
+      };
+      return multi.some(sql, translate(sql, f.filter, inside));
+    }
+    case 'pr': {
+      // `emails pr`: some value at all; `emails.value pr`: some value with that sub-attribute present.
+      const whole = scope.multi(f.path);
+      if (whole) return whole.some(sql, sql`true`);
+      const { attribute, some } = scope.find(f.path);
+      const condition = present(sql, attribute);
+      return some ? some(sql, condition) : condition;
+    }
+    default: {
+      // `eq null` asks for no value (RFC 7643 §2.5: null is unassigned), `ne null` for one: `emails eq null` is no email at all.
+      if (f.value === null && (f.op === 'eq' || f.op === 'ne')) {
+        const pr = translate(sql, { op: 'pr', path: f.path }, scope);
+        return f.op === 'eq' ? sql`(NOT ${pr})` : pr;
+      }
+      const { attribute, some } = scope.find(f.path);
+      // ne is not eq, for the NULL reasons above.
+      const condition = compare(sql, attribute, f.path, f.op === 'ne' ? 'eq' : f.op, f.value);
+      const onResource = some ? some(sql, condition) : condition;
+      return f.op === 'ne' ? sql`(NOT ${onResource})` : onResource;
+    }
+  }
+}

@@ -1,0 +1,31 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+// The shapes SCIM requests take (RFC 7644), checked before a handler runs.
+// Resource bodies are open objects: SCIM lets a client send attributes a
+// service does not keep, and scim.user.state.ts reads the ones it maps.
+
+/** `?filter=&startIndex=&count=&attributes=&excludedAttributes=` (RFC 7644 §3.4.2). */
+export const ListQuery = Type.Object({
+  filter: Type.Optional(Type.String({ maxLength: 2000 })),
+  startIndex: Type.Optional(Type.Integer({ description: '1-based; below 1 means 1' })),
+  count: Type.Optional(Type.Integer({ description: 'At most 200; negative means 0' })),
+  attributes: Type.Optional(Type.String({ maxLength: 2000 })),
+  excludedAttributes: Type.Optional(Type.String({ maxLength: 2000 })),
+});
+export type ListQuery = Static<typeof ListQuery>;
+
+export const ResourceBody = Type.Object({}, { additionalProperties: true });
+
+export const PatchBody = Type.Object(
+  {
+    schemas: Type.Optional(Type.Array(Type.String())),
+    Operations: Type.Array(
+      Type.Object(
+        { op: Type.String(), path: Type.Optional(Type.String({ maxLength: 2000 })), value: Type.Optional(Type.Unknown()) },
+        { additionalProperties: true },
+      ),
+      { minItems: 1, maxItems: 1000 },
+    ),
+  },
+  { additionalProperties: true },
+);

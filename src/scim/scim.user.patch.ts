@@ -1,0 +1,135 @@
+import { ScimError } from './scim.error.js';
+import { ENTERPRISE_USER_SCHEMA, pickValue, scimBoolean, USER_SCHEMA, type UserState } from './scim.user.state.js';
+
+// PATCH of a User (RFC 7644 §3.5.2) on its state (scim.user.state.ts), as the
+// providers send it (docs/scim.md#patch): `op` in any case
+// (Entra ID writes "Replace"), a path with or without the schema URN, value
+// paths such as `emails[type eq "work"].value`, and no path at all with a
+// value object whose keys may be dotted (`"name.givenName"`). A user has one
+// email and one phone number, so any value path on `emails` or
+// `phoneNumbers` names that one. Attributes this service does not keep
+// (`title`, `addresses`, ...) and the read-only ones (`groups`, the
+// enterprise `department`) are passed over, not refused: providers map them
+// by default, and refusing them would stop provisioning altogether.
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export interface PatchOperation {
+  op: string;
+  path?: string;
+  value?: unknown;
+}
+
+type Kind = 'add' | 'replace' | 'remove';
+
+function kindOf(op: unknown): Kind {
+  const kind = typeof op === 'string' ? op.toLowerCase() : '';
+  if (kind === 'add' || kind === 'replace' || kind === 'remove') return kind;
+  throw new ScimError(400, 'invalidSyntax', `op ${JSON.stringify(op)} is not add, replace or remove`);
+}
+
+function text(value: unknown, what: string): string {
+  if (typeof value !== 'string') throw new ScimError(400, 'invalidValue', `${what} must be a string`);
+  return value;
+}
+
+/** `name[filter].sub`, `name.sub` or `name`, lower-cased, without the core schema's URN. Undefined for the enterprise extension. */
+function splitPath(raw: string): { attribute: string; sub: string | undefined } | undefined {
+  let path = raw.trim();
+  if (path.toLowerCase().startsWith(`${ENTERPRISE_USER_SCHEMA.toLowerCase()}:`)) return undefined;
+  if (path.toLowerCase().startsWith(`${USER_SCHEMA.toLowerCase()}:`)) path = path.slice(USER_SCHEMA.length + 1);
+  const match = /^([A-Za-z][\w$-]*)(?:\[[^\]]*\])?(?:\.([A-Za-z][\w$-]*))?$/.exec(path);
+  if (!match) throw new ScimError(400, 'invalidPath', `path ${JSON.stringify(raw)} is not an attribute path`);
+  return { attribute: match[1]!.toLowerCase(), sub: match[2]?.toLowerCase() };
+}
+
+/** The one value of a multi-valued attribute an operation sets: a string (the path ends in `.value`), an object or an array of them. */
+function multiValued(value: unknown, sub: string | undefined, what: string): string | null {
+  if (sub !== undefined) return value === null ? null : text(value, `${what}.value`);
+  if (Array.isArray(value)) return pickValue(value, what);
+  if (isObject(value)) return value.value === undefined || value.value === null ? null : text(value.value, `${what}.value`);
+  throw new ScimError(400, 'invalidValue', `${what} must be an array of {value, type}`);
+}
+
+function apply(state: UserState, kind: Kind, path: string, value: unknown): void {
+  const target = splitPath(path);
+  if (!target) return;
+  const { attribute, sub } = target;
+  const removing = kind === 'remove';
+  switch (attribute) {
+    case 'username':
+      if (removing) throw new ScimError(400, 'mutability', 'userName is required and cannot be removed');
+      state.userName = text(value, 'userName');
+      return;
+    case 'displayname':
+      state.nickName = removing || value === null ? '' : text(value, 'displayName');
+      return;
+    case 'externalid':
+      state.externalId = removing || value === null ? null : text(value, 'externalId');
+      return;
+    case 'active':
+      if (removing) throw new ScimError(400, 'mutability', 'active cannot be removed; replace it with true or false');
+      state.active = scimBoolean(value, 'active');
+      return;
+    case 'password':
+      if (removing) throw new ScimError(400, 'mutability', 'password cannot be removed');
+      state.password = text(value, 'password');
+      return;
+    case 'name':
+      return applyName(state, removing, sub, value);
+    case 'emails':
+      if (sub !== undefined && sub !== 'value') return;
+      state.email = removing ? null : multiValued(value, sub, 'emails');
+      return;
+    case 'phonenumbers':
+      if (sub !== undefined && sub !== 'value') return;
+      state.phone = removing ? null : multiValued(value, sub, 'phoneNumbers');
+      return;
+    default:
+      // Not kept here (or read-only): passed over, see the top of this file.
+      return;
+  }
+}
+
+function applyName(state: UserState, removing: boolean, sub: string | undefined, value: unknown): void {
+  if (sub === undefined) {
+    if (removing) {
+      state.givenName = null;
+      state.familyName = null;
+      return;
+    }
+    if (!isObject(value)) throw new ScimError(400, 'invalidValue', 'name must be an object');
+    // Sub-attributes left out of the value stay as they are (RFC 7644 §3.5.2.3).
+    for (const [key, v] of Object.entries(value)) applyName(state, false, key.toLowerCase(), v);
+    return;
+  }
+  const part = removing || value === null ? null : text(value, `name.${sub}`);
+  if (sub === 'givenname') state.givenName = part;
+  else if (sub === 'familyname') state.familyName = part;
+  // name.formatted stands in for displayName only when there is none.
+  else if (sub === 'formatted' && state.nickName === '' && part !== null) state.nickName = part;
+}
+
+/** The state after the operations, in order; the caller checks the result (checkUserState) before writing it. */
+export function applyUserPatch(state: UserState, operations: PatchOperation[]): UserState {
+  const next = { ...state };
+  for (const operation of operations) {
+    const kind = kindOf(operation.op);
+    if (operation.path !== undefined && operation.path !== '') {
+      apply(next, kind, operation.path, operation.value);
+      continue;
+    }
+    if (kind === 'remove') throw new ScimError(400, 'noTarget', 'remove needs a path');
+    if (!isObject(operation.value)) throw new ScimError(400, 'invalidValue', `${kind} without a path needs an object value`);
+    for (const [key, value] of Object.entries(operation.value)) {
+      // A schema URN as a key holds that schema's attributes: the core one's are applied, the extension's passed over.
+      if (key.toLowerCase() === USER_SCHEMA.toLowerCase() && isObject(value)) {
+        for (const [inner, v] of Object.entries(value)) apply(next, kind, inner, v);
+      } else if (key.toLowerCase() !== 'schemas') {
+        apply(next, kind, key, value);
+      }
+    }
+  }
+  return next;
+}

@@ -1,0 +1,139 @@
+import type { PendingQuery, Row } from 'postgres';
+import type { Db, Tx } from '../db/database.js';
+import { etagOf } from '../core/version.js';
+import { lockOrganisation } from '../db/locks.js';
+import type { Caller } from '../identity/caller.js';
+import { selectList, fromRow } from '../db/fields.js';
+import { USER_FIELDS } from '../users/user.fields.js';
+import { createUser, deleteUsers, updateUser } from '../users/user.sql.js';
+import { ScimError } from './scim.error.js';
+import type { UserState } from './scim.user.state.js';
+
+// SCIM Users (docs/scim.md#users) are the tenant's users: read here with the
+// columns SCIM adds (sql/009_scim.sql), written through the same write paths
+// as the REST API (src/users/user.sql.ts), so every user rule, the audit
+// record and the revocation of a disabled user's sessions hold alike.
+
+type Fragment = PendingQuery<Row[]>;
+
+/** A user as SCIM shows it, with the REST record's ETag (the same version as GET /system/user-api/{id}). */
+export interface ScimUserRow extends UserState {
+  id: number;
+  deptId: number | null;
+  deptName: string | null;
+  role: 'superadmin' | 'admin' | 'user';
+  created: Date;
+  lastModified: Date;
+  version: string;
+}
+
+const COLUMNS = (sql: Db) => sql`
+  ${selectList(sql, 'u', USER_FIELDS)}, u.external_id AS "externalId", u.given_name AS "givenName", u.family_name AS "familyName",
+  u.create_time AS created, coalesce(u.update_time, u.create_time) AS "lastModified", d.dept_name AS "deptName"`;
+
+const FROM = (sql: Db, tenantId: string) => sql`
+  sys_user u LEFT JOIN sys_dept d ON d.tenant_id = u.tenant_id AND d.dept_id = u.dept_id
+  WHERE u.tenant_id = ${tenantId} AND u.del_flag = '0'`;
+
+function toRow(row: Record<string, unknown>): ScimUserRow {
+  const user = fromRow(row, USER_FIELDS);
+  return {
+    id: user.userId,
+    userName: user.userName,
+    nickName: user.nickName,
+    givenName: row.givenName as string | null,
+    familyName: row.familyName as string | null,
+    email: user.email,
+    phone: user.phonenumber,
+    active: user.status === '0',
+    externalId: row.externalId as string | null,
+    deptId: user.deptId,
+    deptName: row.deptName as string | null,
+    role: user.roles[0]!,
+    created: row.created as Date,
+    lastModified: row.lastModified as Date,
+    version: etagOf(user),
+  };
+}
+
+export async function getScimUser(sql: Db, tenantId: string, id: number): Promise<ScimUserRow | undefined> {
+  const [row] = await sql<Record<string, unknown>[]>`SELECT ${COLUMNS(sql)} FROM ${FROM(sql, tenantId)} AND u.user_id = ${id}`;
+  return row && toRow(row);
+}
+
+/** One page of the live users matching `where` (a translated filter), by id (RFC 7644 §3.4.2.4: 1-based startIndex). */
+export async function findScimUsers(
+  sql: Db,
+  tenantId: string,
+  where: Fragment | undefined,
+  startIndex: number,
+  count: number,
+): Promise<{ total: number; rows: ScimUserRow[] }> {
+  const filtered = sql`${FROM(sql, tenantId)} ${where ? sql`AND (${where})` : sql``}`;
+  const [counted] = await sql<{ total: number }[]>`SELECT count(*)::int AS total FROM ${filtered}`;
+  const rows =
+    count === 0
+      ? []
+      : await sql<Record<string, unknown>[]>`SELECT ${COLUMNS(sql)} FROM ${filtered} ORDER BY u.user_id LIMIT ${count} OFFSET ${startIndex - 1}`;
+  return { total: counted!.total, rows: rows.map(toRow) };
+}
+
+const extraColumns = (state: UserState) => ({ external_id: state.externalId, given_name: state.givenName, family_name: state.familyName });
+
+/** POST /Users: a new user of role `user`, in no department (membership is the Groups' business). */
+export async function createScimUser(tx: Tx, actor: Caller, state: UserState): Promise<number> {
+  return createUser(
+    tx,
+    actor,
+    {
+      userName: state.userName,
+      nickName: state.nickName,
+      email: state.email,
+      phonenumber: state.phone,
+      status: state.active ? '0' : '1',
+      roles: ['user'],
+      ...(state.password === undefined ? {} : { password: state.password }),
+    },
+    extraColumns(state),
+  );
+}
+
+/**
+ * PUT and PATCH /Users/{id}: `change` turns the user's current state into
+ * the new one, read under the organisation lock that the write then keeps,
+ * so a concurrent change is never overwritten with a stale state. What SCIM
+ * does not manage is kept: the role, and the department (a user joins or
+ * leaves one through the Groups).
+ */
+export async function patchScimUser(tx: Tx, actor: Caller, id: number, change: (current: UserState) => UserState, ifMatch?: string): Promise<void> {
+  await lockOrganisation(tx, actor.tenantId);
+  const current = await getScimUser(tx, actor.tenantId, id);
+  if (!current) throw new ScimError(404, undefined, `User ${id} not found`);
+  await replaceScimUser(tx, actor, current, change(current), ifMatch);
+}
+
+async function replaceScimUser(tx: Tx, actor: Caller, current: ScimUserRow, state: UserState, ifMatch?: string): Promise<void> {
+  if (current.role === 'superadmin')
+    throw new ScimError(403, undefined, `User ${current.id} is the superadmin account and cannot be changed through SCIM`);
+  await updateUser(
+    tx,
+    actor,
+    {
+      userId: current.id,
+      userName: state.userName,
+      nickName: state.nickName,
+      email: state.email,
+      phonenumber: state.phone,
+      status: state.active ? '0' : '1',
+      deptId: current.deptId,
+      roles: [current.role],
+      ...(state.password === undefined ? {} : { password: state.password }),
+    },
+    ifMatch,
+    extraColumns(state),
+  );
+}
+
+export async function deleteScimUser(tx: Tx, actor: Caller, id: number, ifMatch?: string): Promise<void> {
+  await deleteUsers(tx, actor, [id], ifMatch);
+}

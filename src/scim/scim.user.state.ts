@@ -1,0 +1,101 @@
+import { EMAIL_MAX, NAME_MAX, USER_NAME_MAX } from '../core/limits.js';
+import { ScimError } from './scim.error.js';
+
+// A SCIM User as the fields it maps to (docs/scim.md#users): read from a
+// POST or PUT body, changed by PATCH operations (scim.patch.ts), checked, then
+// written by scim.user.sql.ts. The mapping, both ways, lives here.
+
+export const USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
+export const ENTERPRISE_USER_SCHEMA = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
+
+export interface UserState {
+  userName: string;
+  /** displayName, else name.formatted. */
+  nickName: string;
+  givenName: string | null;
+  familyName: string | null;
+  /** emails[type work], else the primary one, else the first. */
+  email: string | null;
+  /** phoneNumbers[type work], else the primary one, else the first. */
+  phone: string | null;
+  active: boolean;
+  externalId: string | null;
+  /** Write-only: set only when a body or operation sends one. */
+  password?: string;
+}
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * A SCIM boolean: true/false, or the strings Entra ID sends ("True",
+ * "False", in any case).
+ */
+export function scimBoolean(value: unknown, what: string): boolean {
+  if (typeof value === 'boolean') return value;
+  if (typeof value === 'string' && /^(true|false)$/i.test(value)) return value.toLowerCase() === 'true';
+  throw new ScimError(400, 'invalidValue', `${what} must be a boolean`);
+}
+
+function optionalString(value: unknown, what: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string') throw new ScimError(400, 'invalidValue', `${what} must be a string`);
+  return value;
+}
+
+/** The value a multi-valued attribute (emails, phoneNumbers) maps to: the work one, else the primary, else the first. */
+export function pickValue(list: unknown, what: string): string | null {
+  if (list === undefined || list === null) return null;
+  if (!Array.isArray(list)) throw new ScimError(400, 'invalidValue', `${what} must be an array`);
+  const entries = list.filter(isObject);
+  const chosen =
+    entries.find((e) => typeof e.type === 'string' && e.type.toLowerCase() === 'work') ??
+    entries.find((e) => e.primary === true || (typeof e.primary === 'string' && e.primary.toLowerCase() === 'true')) ??
+    entries[0];
+  return chosen ? optionalString(chosen.value, `${what}.value`) : null;
+}
+
+/** A POST or PUT body as a state; what the body leaves out takes its default (PUT replaces). */
+export function stateFromBody(body: Json): UserState {
+  const name = isObject(body.name) ? body.name : {};
+  const userName = body.userName;
+  if (typeof userName !== 'string') throw new ScimError(400, 'invalidValue', 'userName is required');
+  const password = body.password;
+  if (password !== undefined && typeof password !== 'string') throw new ScimError(400, 'invalidValue', 'password must be a string');
+  return {
+    userName,
+    nickName: optionalString(body.displayName, 'displayName') ?? optionalString(name.formatted, 'name.formatted') ?? '',
+    givenName: optionalString(name.givenName, 'name.givenName'),
+    familyName: optionalString(name.familyName, 'name.familyName'),
+    email: pickValue(body.emails, 'emails'),
+    phone: pickValue(body.phoneNumbers, 'phoneNumbers'),
+    active: body.active === undefined || body.active === null ? true : scimBoolean(body.active, 'active'),
+    externalId: optionalString(body.externalId, 'externalId'),
+    ...(password === undefined ? {} : { password }),
+  };
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+const PHONE = /^[0-9 +-]*$/;
+
+/** The limits of the columns and of the REST API's user fields, as SCIM errors (400 invalidValue). */
+export function checkUserState(state: UserState): UserState {
+  const fail = (detail: string): never => {
+    throw new ScimError(400, 'invalidValue', detail);
+  };
+  if (state.userName.length < 1 || state.userName.length > USER_NAME_MAX || /\s/.test(state.userName)) {
+    fail(`userName must be 1 to ${USER_NAME_MAX} characters without white space`);
+  }
+  if (state.nickName.length > NAME_MAX) fail(`displayName must be at most ${NAME_MAX} characters`);
+  for (const [what, value] of [
+    ['name.givenName', state.givenName],
+    ['name.familyName', state.familyName],
+    ['externalId', state.externalId],
+  ] as const) {
+    if (value !== null && value.length > 255) fail(`${what} must be at most 255 characters`);
+  }
+  if (state.email !== null && (state.email.length > EMAIL_MAX || !EMAIL.test(state.email))) fail(`emails value "${state.email}" is not an address`);
+  if (state.phone !== null && (state.phone.length > 20 || !PHONE.test(state.phone))) fail('phoneNumbers value: at most 20 digits, spaces, + and -');
+  if (state.password !== undefined && (state.password.length < 8 || state.password.length > 128)) fail('password must be 8 to 128 characters');
+  return state;
+}

@@ -1,0 +1,111 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { Sql } from '../db/database.js';
+import { transaction } from '../db/retry.js';
+import { requestActor } from '../identity/caller.js';
+import { ifMatchOf } from '../core/version.js';
+import { ScimError } from './scim.error.js';
+import { filterToSql, parseFilter } from './scim.filter.js';
+import { USER_FILTER_ATTRIBUTES } from './scim.attributes.js';
+import { sendScim } from './scim.reply.js';
+import { createScimUser, deleteScimUser, findScimUsers, getScimUser, patchScimUser, type ScimUserRow } from './scim.user.sql.js';
+import { checkUserState, ENTERPRISE_USER_SCHEMA, stateFromBody, USER_SCHEMA } from './scim.user.state.js';
+import { applyUserPatch, type PatchOperation } from './scim.user.patch.js';
+import { ListQuery, PatchBody, ResourceBody } from './scim.schema.js';
+import { listResponse, pageOf, project, scimId } from './scim.resource.js';
+
+// /scim/v2/Users (docs/scim.md#users): the tenant's users, for the key's
+// tenant only. Every write goes through the REST API's write paths
+// (scim.user.sql.ts), in one transaction.
+
+/** A user as SCIM shows it (RFC 7643 §4.1, and the enterprise extension's read-only department). */
+function userResource(row: ScimUserRow, base: string) {
+  const location = `${base}/Users/${row.id}`;
+  return {
+    schemas: [USER_SCHEMA, ENTERPRISE_USER_SCHEMA],
+    id: String(row.id),
+    ...(row.externalId === null ? {} : { externalId: row.externalId }),
+    userName: row.userName,
+    name: {
+      ...(row.givenName === null ? {} : { givenName: row.givenName }),
+      ...(row.familyName === null ? {} : { familyName: row.familyName }),
+      ...(row.nickName === '' ? {} : { formatted: row.nickName }),
+    },
+    displayName: row.nickName,
+    active: row.active,
+    emails: row.email === null ? [] : [{ value: row.email, type: 'work', primary: true }],
+    phoneNumbers: row.phone === null ? [] : [{ value: row.phone, type: 'work' }],
+    groups: row.deptId === null ? [] : [{ value: String(row.deptId), display: row.deptName, type: 'direct', $ref: `${base}/Groups/${row.deptId}` }],
+    [ENTERPRISE_USER_SCHEMA]: row.deptName === null ? {} : { department: row.deptName },
+    meta: {
+      resourceType: 'User',
+      created: row.created.toISOString(),
+      lastModified: row.lastModified.toISOString(),
+      location,
+      version: row.version,
+    },
+  };
+}
+
+export async function scimUserRoutes(app: FastifyInstance, { sql }: { sql: Sql }): Promise<void> {
+  const base = (request: FastifyRequest) => `${request.protocol}://${request.host}/scim/v2`;
+  const found = async (request: FastifyRequest, id: number) => {
+    const row = await getScimUser(sql, request.caller.tenantId, id);
+    if (!row) throw new ScimError(404, undefined, `User ${id} not found`);
+    return row;
+  };
+  /** Answers the user as it is now, with its ETag. */
+  const answer = async (request: FastifyRequest, reply: Parameters<typeof sendScim>[0], id: number, status: number) => {
+    const row = await found(request, id);
+    reply.header('etag', row.version);
+    if (status === 201) reply.header('location', `${base(request)}/Users/${id}`);
+    return sendScim(reply, status, userResource(row, base(request)));
+  };
+
+  app.get('/Users', { config: { permission: 'system:user:list' }, schema: { querystring: ListQuery } }, async (request, reply) => {
+    const query = request.query as ListQuery;
+    const where = query.filter === undefined ? undefined : filterToSql(sql, parseFilter(query.filter), USER_FILTER_ATTRIBUTES);
+    const { startIndex, count } = pageOf(query);
+    const { total, rows } = await findScimUsers(sql, request.caller.tenantId, where, startIndex, count);
+    const resources = rows.map((row) => project(userResource(row, base(request)), query));
+    return sendScim(reply, 200, listResponse(total, startIndex, resources));
+  });
+
+  app.get(
+    '/Users/:id',
+    { config: { permission: 'system:user:query' }, schema: { params: Type.Object({ id: Type.String() }) } },
+    async (request, reply) => {
+      const row = await found(request, scimId((request.params as { id: string }).id, 'User'));
+      reply.header('etag', row.version);
+      return sendScim(reply, 200, project(userResource(row, base(request)), request.query as ListQuery));
+    },
+  );
+
+  app.post('/Users', { config: { permission: 'system:user:add' }, schema: { body: ResourceBody } }, async (request, reply) => {
+    const state = checkUserState(stateFromBody(request.body as Record<string, unknown>));
+    const id = await transaction(sql, (tx) => createScimUser(tx, requestActor(request), state));
+    return answer(request, reply, id, 201);
+  });
+
+  app.put('/Users/:id', { config: { permission: 'system:user:edit' }, schema: { body: ResourceBody } }, async (request, reply) => {
+    const id = scimId((request.params as { id: string }).id, 'User');
+    const state = checkUserState(stateFromBody(request.body as Record<string, unknown>));
+    await transaction(sql, (tx) => patchScimUser(tx, requestActor(request), id, () => state, ifMatchOf(request)));
+    return answer(request, reply, id, 200);
+  });
+
+  app.patch('/Users/:id', { config: { permission: 'system:user:edit' }, schema: { body: PatchBody } }, async (request, reply) => {
+    const id = scimId((request.params as { id: string }).id, 'User');
+    const operations = (request.body as { Operations: PatchOperation[] }).Operations;
+    await transaction(sql, (tx) =>
+      patchScimUser(tx, requestActor(request), id, (current) => checkUserState(applyUserPatch(current, operations)), ifMatchOf(request)),
+    );
+    return answer(request, reply, id, 200);
+  });
+
+  app.delete('/Users/:id', { config: { permission: 'system:user:remove' } }, async (request, reply) => {
+    const id = scimId((request.params as { id: string }).id, 'User');
+    await transaction(sql, (tx) => deleteScimUser(tx, requestActor(request), id, ifMatchOf(request)));
+    return reply.code(204).send();
+  });
+}

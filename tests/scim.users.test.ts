@@ -1,0 +1,267 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, Client, type TestApp } from './support/app.js';
+import { provisionTenant, type Provisioned } from './support/tenant-fixtures.js';
+import { ScimClient } from './support/scim.js';
+
+// SCIM Users through HTTP (docs/scim.md#users): the tenant's users, for an
+// admin API key of that tenant; create, read, filter, page, project,
+// replace, patch, delete, ETags, SCIM errors, the audit trail, and what
+// refuses a caller. Okta's and Entra ID's own request sequences:
+// tests/scim.providers.test.ts.
+
+const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
+const ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
+
+let t: TestApp;
+let tenant: Provisioned;
+let scim: ScimClient;
+beforeAll(async () => {
+  t = await buildTestApp();
+  tenant = await provisionTenant(t, t.root);
+  scim = await ScimClient.forTenant(t, tenant.admin);
+});
+afterAll(async () => t?.close());
+
+let seq = 0;
+const uniqueName = (prefix = 'user') => `${prefix}${++seq}.${Math.random().toString(36).slice(2, 7)}@example.com`;
+const userBody = (userName: string, extra: Record<string, unknown> = {}) => ({
+  schemas: [USER],
+  userName,
+  name: { givenName: 'Ada', familyName: 'Lovelace' },
+  displayName: 'Ada L',
+  emails: [{ value: userName, type: 'work', primary: true }],
+  active: true,
+  externalId: `ext-${userName}`,
+  ...extra,
+});
+
+describe('SCIM Users', () => {
+  it('creates a user (201, Location, ETag) that the REST API and the audit trail see as the same user', async () => {
+    const userName = uniqueName();
+    const res = await scim.post(
+      '/Users',
+      userBody(userName, { password: 'a-long-password-1', phoneNumbers: [{ value: '+1 555 0100', type: 'work' }] }),
+    );
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.headers['content-type']).toMatch(/^application\/scim\+json/);
+    const user = res.body;
+    expect(user).toMatchObject({
+      schemas: expect.arrayContaining([USER]),
+      userName,
+      displayName: 'Ada L',
+      name: { givenName: 'Ada', familyName: 'Lovelace' },
+      emails: [{ value: userName, type: 'work', primary: true }],
+      phoneNumbers: [{ value: '+1 555 0100', type: 'work' }],
+      active: true,
+      externalId: `ext-${userName}`,
+      groups: [],
+      meta: { resourceType: 'User' },
+    });
+    expect(user).not.toHaveProperty('password');
+    expect(res.headers.location).toBe(user.meta.location);
+    expect(user.meta.location).toMatch(new RegExp(`/scim/v2/Users/${user.id}$`));
+    expect(res.headers.etag).toBe(user.meta.version);
+    expect(user.meta.created).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/);
+
+    // The same user through REST, with the same version; its password works; the audit record names the key.
+    const rest = await tenant.admin.get(`/system/user-api/${user.id}`);
+    expect(rest.body.data).toMatchObject({ userName, nickName: 'Ada L', email: userName, phonenumber: '+1 555 0100', status: '0', roles: ['user'] });
+    expect(rest.headers.etag).toBe(user.meta.version);
+    const login = await t.anon.post('/auth/login', { tenantId: tenant.tenant.tenantId, username: userName, password: 'a-long-password-1' });
+    expect(login.status).toBe(200);
+    const audit = (await tenant.admin.get(`/system/audit-api/list?action=user.create&entityId=${user.id}`)).body.data.rows;
+    expect(audit[0]).toMatchObject({ userName: `apikey:${scim.keyName}`, tenantId: tenant.tenant.tenantId });
+  });
+
+  it('a user created without a password cannot log in with one', async () => {
+    const userName = uniqueName('nopw');
+    expect((await scim.post('/Users', userBody(userName))).status).toBe(201);
+    for (const password of ['', '!', 'anything-at-all']) {
+      const login = await t.anon.post('/auth/login', { tenantId: tenant.tenant.tenantId, username: userName, password });
+      expect(login.status).not.toBe(200);
+    }
+  });
+
+  it('takes a 100-character userName and a 254-character email, and refuses longer ones with invalidValue', async () => {
+    const long = `${'a'.repeat(88)}@example.com`;
+    expect(long).toHaveLength(100);
+    const email = `${'b'.repeat(242)}@example.com`;
+    expect(email).toHaveLength(254);
+    const created = await scim.post('/Users', userBody(long, { emails: [{ value: email, type: 'work' }] }));
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect((await tenant.admin.get(`/system/user-api/${created.body.id}`)).body.data.email).toBe(email);
+    for (const body of [userBody(`x${long}`), userBody(uniqueName(), { emails: [{ value: `c${email}`, type: 'work' }] })]) {
+      const res = await scim.post('/Users', body);
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ schemas: [ERROR], status: '400', scimType: 'invalidValue' });
+    }
+  });
+
+  it('a duplicate userName is 409 uniqueness; a missing one 400', async () => {
+    const userName = uniqueName();
+    expect((await scim.post('/Users', userBody(userName))).status).toBe(201);
+    const again = await scim.post('/Users', userBody(userName));
+    expect(again.status).toBe(409);
+    expect(again.body).toMatchObject({ schemas: [ERROR], status: '409', scimType: 'uniqueness' });
+    const missing = await scim.post('/Users', { schemas: [USER], displayName: 'Nobody' });
+    expect(missing.status).toBe(400);
+    expect(missing.body.status).toBe('400');
+  });
+
+  it('filters (userName case-insensitively), pages from startIndex 1, and 200 with totalResults 0 when nothing matches', async () => {
+    const names = [uniqueName('page'), uniqueName('page'), uniqueName('page')];
+    const ids: string[] = [];
+    for (const name of names) ids.push((await scim.post('/Users', userBody(name))).body.id);
+
+    const one = await scim.get(`/Users?filter=${encodeURIComponent(`userName eq "${names[1]!.toUpperCase()}"`)}`);
+    expect(one.status).toBe(200);
+    expect(one.body).toMatchObject({
+      schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'],
+      totalResults: 1,
+      startIndex: 1,
+      itemsPerPage: 1,
+    });
+    expect(one.body.Resources[0].id).toBe(ids[1]);
+
+    const none = await scim.get(`/Users?filter=${encodeURIComponent('userName eq "nobody@nowhere.example"')}`);
+    expect(none.status).toBe(200);
+    expect(none.body).toMatchObject({ totalResults: 0, Resources: [] });
+
+    const page = await scim.get(`/Users?filter=${encodeURIComponent('userName sw "page"')}&startIndex=2&count=1`);
+    expect(page.body).toMatchObject({ totalResults: 3, startIndex: 2, itemsPerPage: 1 });
+    expect(page.body.Resources[0].id).toBe(ids[1]);
+    const counted = await scim.get(`/Users?filter=${encodeURIComponent('userName sw "page"')}&count=0`);
+    expect(counted.body).toMatchObject({ totalResults: 3, itemsPerPage: 0, Resources: [] });
+
+    const byExternal = await scim.get(`/Users?filter=${encodeURIComponent(`externalId eq "ext-${names[2]}"`)}`);
+    expect(byExternal.body.Resources.map((r: any) => r.id)).toEqual([ids[2]]);
+  });
+
+  it('refuses a filter it cannot read with 400 invalidFilter, never as SQL', async () => {
+    const userName = uniqueName();
+    await scim.post('/Users', userBody(userName));
+    for (const filter of [
+      'userName eq "x" or 1 eq 1',
+      'password_hash pr',
+      "userName eq \"a' OR '1'='1\"",
+      'userName eq',
+      '(userName eq "x"',
+      'title eq "x"',
+    ]) {
+      const res = await scim.get(`/Users?filter=${encodeURIComponent(filter)}`);
+      if (res.status === 200) {
+        expect(res.body.totalResults, filter).toBe(0);
+      } else {
+        expect(res.status, filter).toBe(400);
+        expect(res.body, filter).toMatchObject({ schemas: [ERROR], scimType: 'invalidFilter' });
+      }
+    }
+  });
+
+  it('attributes and excludedAttributes shape the answer; id, schemas and meta stay', async () => {
+    const created = (await scim.post('/Users', userBody(uniqueName()))).body;
+    const only = await scim.get(`/Users/${created.id}?attributes=userName,name.givenName`);
+    expect(Object.keys(only.body).sort()).toEqual(['id', 'meta', 'name', 'schemas', 'userName']);
+    expect(only.body.name).toEqual({ givenName: 'Ada' });
+    const without = await scim.get(`/Users?filter=${encodeURIComponent(`id eq "${created.id}"`)}&excludedAttributes=emails,groups`);
+    expect(without.body.Resources[0]).not.toHaveProperty('emails');
+    expect(without.body.Resources[0]).not.toHaveProperty('groups');
+    expect(without.body.Resources[0]).toHaveProperty('userName');
+  });
+
+  it('PUT replaces; PATCH changes what it names; If-Match with a stale version is 412', async () => {
+    const created = (await scim.post('/Users', userBody(uniqueName()))).body;
+    const put = await scim.put(
+      `/Users/${created.id}`,
+      userBody(created.userName, { displayName: 'Replaced', name: { givenName: 'Grace' }, emails: [] }),
+    );
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expect(put.body).toMatchObject({ displayName: 'Replaced', name: { givenName: 'Grace' }, emails: [] });
+    expect(put.body.name).not.toHaveProperty('familyName');
+    expect(put.body.meta.version).not.toBe(created.meta.version);
+
+    const stale = await scim.patch(`/Users/${created.id}`, [{ op: 'replace', path: 'displayName', value: 'Late' }], created.meta.version);
+    expect(stale.status).toBe(412);
+    expect(stale.body).toMatchObject({ schemas: [ERROR], status: '412' });
+
+    const patched = await scim.patch(
+      `/Users/${created.id}`,
+      [
+        { op: 'replace', path: 'name.familyName', value: 'Hopper' },
+        { op: 'add', path: 'emails[type eq "work"].value', value: 'grace@example.com' },
+        { op: 'replace', value: { displayName: 'Grace H', 'name.givenName': 'G.' } },
+      ],
+      put.body.meta.version,
+    );
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body).toMatchObject({
+      displayName: 'Grace H',
+      name: { givenName: 'G.', familyName: 'Hopper' },
+      emails: [{ value: 'grace@example.com' }],
+    });
+
+    const removed = await scim.patch(`/Users/${created.id}`, [{ op: 'remove', path: 'emails' }]);
+    expect(removed.body.emails).toEqual([]);
+    const noUserName = await scim.patch(`/Users/${created.id}`, [{ op: 'remove', path: 'userName' }]);
+    expect(noUserName.status).toBe(400);
+    const badOp = await scim.patch(`/Users/${created.id}`, [{ op: 'move', path: 'userName', value: 'x' }]);
+    expect(badOp.status).toBe(400);
+    expect(badOp.body.scimType).toBe('invalidSyntax');
+  });
+
+  it("deactivating ends the user's sessions and keeps it readable and filterable; DELETE is 204, then 404", async () => {
+    const userName = uniqueName();
+    const created = (await scim.post('/Users', userBody(userName, { password: 'a-long-password-1' }))).body;
+    const session = await t.login(tenant.tenant.tenantId, userName, 'a-long-password-1');
+    expect((await session.get('/system/dept-api/list')).status).toBe(200);
+
+    const off = await scim.patch(`/Users/${created.id}`, [{ op: 'Replace', path: 'active', value: 'False' }]);
+    expect(off.status).toBe(200);
+    expect(off.body.active).toBe(false);
+    expect((await session.get('/system/dept-api/list')).status).toBe(401);
+    const inactive = await scim.get(`/Users?filter=${encodeURIComponent(`userName eq "${userName}" and active eq false`)}`);
+    expect(inactive.body.totalResults).toBe(1);
+
+    const deleted = await scim.delete(`/Users/${created.id}`);
+    expect(deleted.status).toBe(204);
+    expect((await scim.get(`/Users/${created.id}`)).status).toBe(404);
+    expect((await scim.delete(`/Users/${created.id}`)).status).toBe(404);
+    expect((await scim.get('/Users/not-a-number')).status).toBe(404);
+  });
+});
+
+describe('who may call SCIM', () => {
+  it('only an admin API key of the tenant, and only for its own tenant', async () => {
+    const other = await provisionTenant(t, t.root);
+    const otherScim = await ScimClient.forTenant(t, other.admin);
+    const mine = (await scim.post('/Users', userBody(uniqueName()))).body;
+    expect((await otherScim.get(`/Users/${mine.id}`)).status).toBe(404);
+    expect((await otherScim.get('/Users')).body.Resources.map((r: any) => r.id)).not.toContain(mine.id);
+
+    const personal = await new ScimClient(tenant.admin).get('/Users');
+    expect(personal.status).toBe(403);
+    expect(personal.body).toMatchObject({ schemas: [ERROR], status: '403' });
+    const userKey = await ScimClient.forTenant(t, tenant.admin, 'user');
+    expect((await userKey.get('/Users')).status).toBe(403);
+    const nobody = await new ScimClient(new Client(t.app)).get('/Users');
+    expect(nobody.status).toBe(401);
+    expect(nobody.body).toMatchObject({ schemas: [ERROR], status: '401' });
+
+    const revoked = await ScimClient.forTenant(t, tenant.admin);
+    expect((await tenant.admin.delete(`/system/apikey-api/${revoked.keyId}`)).status).toBe(200);
+    expect((await revoked.get('/Users')).status).toBe(401);
+  });
+
+  it('takes application/scim+json and plain JSON, answers unknown paths with a SCIM 404, and bounds the body', async () => {
+    const plain = await scim.post('/Users', userBody(uniqueName()), 'application/json');
+    expect(plain.status).toBe(201);
+    const unknown = await scim.get('/Nothing');
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toMatchObject({ schemas: [ERROR], status: '404' });
+    const huge = await scim.post('/Users', userBody(uniqueName(), { displayName: 'x'.repeat(2 * 1024 * 1024) }));
+    expect(huge.status).toBe(413);
+    const broken = await scim.raw('POST', '/Users', '{"userName": ', 'application/scim+json');
+    expect(broken.status).toBe(400);
+    expect(broken.body).toMatchObject({ schemas: [ERROR], scimType: 'invalidSyntax' });
+  });
+});

@@ -1,0 +1,73 @@
+import type { FastifyInstance } from 'fastify';
+import { expect } from 'vitest';
+import { Client, type TestApp } from './app.js';
+
+// A SCIM client for the tests (docs/scim.md): requests to /scim/v2 through
+// app.inject, as an identity provider sends them (application/scim+json,
+// a Bearer API key), answers parsed from JSON.
+
+const PATCH = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
+
+export interface ScimReply {
+  status: number;
+  body: any;
+  headers: Record<string, string | string[] | number | undefined>;
+}
+
+let keys = 0;
+
+export class ScimClient {
+  readonly app: FastifyInstance;
+  constructor(
+    readonly as: Client,
+    readonly keyName = '',
+    readonly keyId = 0,
+  ) {
+    this.app = as.app;
+  }
+
+  /** A new API key of `role` made by `admin`, and a client that sends it. */
+  static async forTenant(_t: TestApp, admin: Client, role: 'admin' | 'user' = 'admin'): Promise<ScimClient> {
+    const name = `scim-${++keys}-${Math.random().toString(36).slice(2, 7)}`;
+    const res = await admin.post('/system/apikey-api', { name, role });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    return new ScimClient(new Client(admin.app, res.body.data.key), name, res.body.data.id);
+  }
+
+  async raw(
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+    path: string,
+    payload?: string,
+    contentType = 'application/scim+json',
+    ifMatch?: string,
+  ): Promise<ScimReply> {
+    const res = await this.app.inject({
+      method,
+      url: `/scim/v2${path}`,
+      ...(payload === undefined ? {} : { payload }),
+      headers: {
+        ...(this.as.token ? { authorization: `Bearer ${this.as.token}` } : {}),
+        ...(payload === undefined ? {} : { 'content-type': contentType }),
+        ...(ifMatch ? { 'if-match': ifMatch } : {}),
+      },
+    });
+    return { status: res.statusCode, body: res.body === '' ? undefined : res.json(), headers: res.headers };
+  }
+
+  get(path: string) {
+    return this.raw('GET', path);
+  }
+  post(path: string, body: unknown, contentType?: string) {
+    return this.raw('POST', path, JSON.stringify(body), contentType);
+  }
+  put(path: string, body: unknown, ifMatch?: string) {
+    return this.raw('PUT', path, JSON.stringify(body), undefined, ifMatch);
+  }
+  /** A PatchOp body with these Operations. */
+  patch(path: string, operations: unknown[], ifMatch?: string) {
+    return this.raw('PATCH', path, JSON.stringify({ schemas: [PATCH], Operations: operations }), undefined, ifMatch);
+  }
+  delete(path: string, ifMatch?: string) {
+    return this.raw('DELETE', path, undefined, undefined, ifMatch);
+  }
+}
