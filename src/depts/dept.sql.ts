@@ -88,7 +88,8 @@ export function toTree(depts: Dept[]): DeptNode[] {
 
 // ---------------------------------------------------------------- writes (each inside one transaction)
 
-export async function createDept(tx: Tx, actor: Actor, input: DeptCreate): Promise<number> {
+/** `extra`: columns outside the REST department (SCIM's external_id, docs/scim.md#groups). */
+export async function createDept(tx: Tx, actor: Actor, input: DeptCreate, extra: Record<string, unknown> = {}): Promise<number> {
   assertOwnTenant(actor, input.tenantId, 'departments');
   const deptName = trimmedName(input.deptName);
   await lockOrganisation(tx, actor.tenantId);
@@ -98,6 +99,7 @@ export async function createDept(tx: Tx, actor: Actor, input: DeptCreate): Promi
   const [row] = await tx<{ deptId: number; image: RowImage }[]>`
     INSERT INTO sys_dept ${tx({
       ...writeColumns(DEPT_FIELDS, { ...input, deptName }),
+      ...extra,
       tenant_id: actor.tenantId,
       ancestors: pathUnder(parent, input.parentId),
       create_by: actor.userName,
@@ -110,8 +112,9 @@ export async function createDept(tx: Tx, actor: Actor, input: DeptCreate): Promi
 /**
  * Full replacement of one department. A changed parent is a move: checked
  * for cycles and depth, then the subtree's paths follow in one statement.
+ * `extra` as for createDept.
  */
-export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatch?: string): Promise<void> {
+export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatch?: string, extra: Record<string, unknown> = {}): Promise<void> {
   assertOwnTenant(actor, input.tenantId, 'departments');
   const deptName = trimmedName(input.deptName);
   const { tenantId } = actor;
@@ -130,7 +133,7 @@ export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatc
 
   const ancestors = moved ? pathUnder(parent, input.parentId) : current.ancestors;
   const [updated] = await tx<{ image: RowImage }[]>`
-    UPDATE sys_dept SET ${tx({ ...writeColumns(DEPT_FIELDS, { ...input, deptName }), ancestors, update_by: actor.userName })},
+    UPDATE sys_dept SET ${tx({ ...writeColumns(DEPT_FIELDS, { ...input, deptName }), ...extra, ancestors, update_by: actor.userName })},
       update_time = now()
     WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId}
     RETURNING to_jsonb(sys_dept) AS image`;

@@ -6,6 +6,7 @@ import { classify } from '../http/error.handler.js';
 import { ScimError } from './scim.error.js';
 import { SCIM_MEDIA_TYPE, sendScim } from './scim.reply.js';
 import { scimUserRoutes } from './scim.users.routes.js';
+import { scimGroupRoutes } from './scim.groups.routes.js';
 
 // SCIM 2.0 (RFC 7643, RFC 7644) at /scim/v2, for identity providers
 // (docs/scim.md). Everything SCIM speaks differently from the rest of the API
@@ -67,6 +68,7 @@ export async function scimPlugin(app: FastifyInstance, { sql }: { sql: Sql }): P
   });
 
   await app.register(scimUserRoutes, { sql });
+  await app.register(scimGroupRoutes, { sql });
 
   app.setNotFoundHandler(async (request, reply) =>
     sendScim(reply, 404, scimError(404, undefined, `No SCIM endpoint ${request.method} ${request.url.split('?')[0]}`)),

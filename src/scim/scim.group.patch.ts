@@ -1,0 +1,88 @@
+import { ScimError } from './scim.error.js';
+import { DEPT_EXTENSION, GROUP_SCHEMA, isObject, memberIds, setExtension, type GroupState } from './scim.group.state.js';
+import type { PatchOperation } from './scim.user.patch.js';
+
+// PATCH of a Group (RFC 7644 §3.5.2) on its state (scim.group.state.ts), as
+// Okta and Entra ID send it (docs/scim.md#groups): members added with a value
+// array, removed by a value path (`members[value eq "12"]`) or, as Entra ID
+// does, by `path: "members"` with a value array; `op` in any case;
+// displayName and the department extension by path or in a pathless value.
+
+type Kind = 'add' | 'replace' | 'remove';
+
+function kindOf(op: unknown): Kind {
+  const kind = typeof op === 'string' ? op.toLowerCase() : '';
+  if (kind === 'add' || kind === 'replace' || kind === 'remove') return kind;
+  throw new ScimError(400, 'invalidSyntax', `op ${JSON.stringify(op)} is not add, replace or remove`);
+}
+
+/** The member ids a `members[value eq "12"]` path names (an `or` of such terms too). */
+function membersInPath(filter: string): number[] {
+  const terms = filter.split(/\s+or\s+/i);
+  return terms.map((term) => {
+    const match = /^\s*value\s+eq\s+"([^"]*)"\s*$/i.exec(term);
+    if (!match) throw new ScimError(400, 'invalidFilter', `members[${filter}]: only value eq "<id>" (joined with or) selects members`);
+    return Number(/^[1-9][0-9]{0,15}$/.test(match[1]!) ? match[1] : NaN);
+  });
+}
+
+function apply(state: GroupState, kind: Kind, rawPath: string, value: unknown): void {
+  let path = rawPath.trim();
+  const lower = path.toLowerCase();
+  if (lower.startsWith(`${DEPT_EXTENSION.toLowerCase()}:`)) {
+    const name = path.slice(DEPT_EXTENSION.length + 1);
+    setExtension(state, name, kind === 'remove' ? null : value);
+    return;
+  }
+  if (lower.startsWith(`${GROUP_SCHEMA.toLowerCase()}:`)) path = path.slice(GROUP_SCHEMA.length + 1);
+  const members = /^members(?:\[(.*)\])?(?:\.value)?$/i.exec(path);
+  if (members) {
+    const selected = members[1] === undefined ? undefined : membersInPath(members[1]);
+    if (kind === 'add') {
+      state.members = [...state.members, ...memberIds(value)];
+    } else if (kind === 'replace') {
+      state.members = memberIds(value);
+    } else {
+      // remove: the members the path selects, else those the value lists (Entra ID), else all of them.
+      const gone = new Set(selected ?? (value === undefined || value === null ? state.members : memberIds(value)));
+      state.members = state.members.filter((id) => !gone.has(id));
+    }
+    return;
+  }
+  switch (path.toLowerCase()) {
+    case 'displayname':
+      if (kind === 'remove') throw new ScimError(400, 'mutability', 'displayName is required and cannot be removed');
+      if (typeof value !== 'string') throw new ScimError(400, 'invalidValue', 'displayName must be a string');
+      state.displayName = value;
+      return;
+    case 'externalid':
+      if (kind === 'remove' || value === null) state.externalId = null;
+      else if (typeof value === 'string') state.externalId = value;
+      else throw new ScimError(400, 'invalidValue', 'externalId must be a string');
+      return;
+    default:
+      // Attributes a department does not keep are passed over, as for users (docs/scim.md#users).
+      return;
+  }
+}
+
+export function applyGroupPatch(state: GroupState, operations: PatchOperation[]): GroupState {
+  const next = { ...state, members: [...state.members] };
+  for (const operation of operations) {
+    const kind = kindOf(operation.op);
+    if (operation.path !== undefined && operation.path !== '') {
+      apply(next, kind, operation.path, operation.value);
+      continue;
+    }
+    if (kind === 'remove') throw new ScimError(400, 'noTarget', 'remove needs a path');
+    if (!isObject(operation.value)) throw new ScimError(400, 'invalidValue', `${kind} without a path needs an object value`);
+    for (const [key, value] of Object.entries(operation.value)) {
+      if (key.toLowerCase() === DEPT_EXTENSION.toLowerCase() && isObject(value)) {
+        for (const [name, v] of Object.entries(value)) setExtension(next, name, v);
+      } else if (key.toLowerCase() !== 'schemas') {
+        apply(next, kind, key, value);
+      }
+    }
+  }
+  return next;
+}

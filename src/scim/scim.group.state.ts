@@ -1,0 +1,134 @@
+import { INT4_MAX, NAME_MAX } from '../core/limits.js';
+import { ScimError } from './scim.error.js';
+
+// A SCIM Group as the department fields it maps to (docs/scim.md#groups):
+// read from a POST or PUT body, changed by PATCH (scim.group.patch.ts),
+// checked, then written by scim.group.sql.ts through the department and
+// user write paths.
+
+export const GROUP_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Group';
+export const DEPT_EXTENSION = 'urn:ietf:params:scim:schemas:extension:dept:2.0:Group';
+
+export interface GroupState {
+  /** deptName. */
+  displayName: string;
+  externalId: string | null;
+  /** The parent group's id; 0 for a top-level department. */
+  parentId: number;
+  orderNum: number;
+  leader: string | null;
+  phone: string | null;
+  email: string | null;
+  status: '0' | '1';
+  /** The users whose department this is, by id. */
+  members: number[];
+}
+
+type Json = Record<string, unknown>;
+export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const invalid = (detail: string): never => {
+  throw new ScimError(400, 'invalidValue', detail);
+};
+
+/** An id as SCIM sends it (a string, sometimes a number). */
+function idValue(value: unknown, what: string): number {
+  const text = typeof value === 'number' ? String(value) : value;
+  if (typeof text !== 'string' || !/^[1-9][0-9]{0,15}$/.test(text)) return invalid(`${what} must be the id of a resource of this tenant`);
+  return Number(text);
+}
+
+/** parentId: a group's id, or absent/null/0 for the top level. */
+function parentValue(value: unknown): number {
+  if (value === undefined || value === null || value === 0 || value === '0' || value === '') return 0;
+  return idValue(value, 'parentId');
+}
+
+/** The ids of a `members` value: `[{value: "12"}, ...]`. */
+export function memberIds(value: unknown): number[] {
+  if (value === undefined || value === null) return [];
+  const list = Array.isArray(value) ? value : [value];
+  return list.map((m) => idValue(isObject(m) ? m.value : m, 'members.value'));
+}
+
+function optionalString(value: unknown, what: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string') return invalid(`${what} must be a string`);
+  return value;
+}
+
+/** One attribute of the department extension set on `state`, from its name (any case). */
+export function setExtension(state: GroupState, name: string, value: unknown): void {
+  switch (name.toLowerCase()) {
+    case 'parentid':
+      state.parentId = parentValue(value);
+      return;
+    case 'ordernum':
+      if (value === null || value === undefined) state.orderNum = 0;
+      else if (typeof value === 'number' && Number.isInteger(value)) state.orderNum = value;
+      else if (typeof value === 'string' && /^[0-9]{1,10}$/.test(value)) state.orderNum = Number(value);
+      else invalid('orderNum must be an integer');
+      return;
+    case 'leader':
+      state.leader = optionalString(value, 'leader');
+      return;
+    case 'phone':
+      state.phone = optionalString(value, 'phone');
+      return;
+    case 'email':
+      state.email = optionalString(value, 'email');
+      return;
+    case 'status':
+      if (value === null || value === undefined) state.status = '0';
+      else if (value === '0' || value === '1') state.status = value;
+      else invalid('status must be "0" (normal) or "1" (disabled)');
+      return;
+    case 'ancestors':
+      // Read-only, derived from parentId: a client echoing it back changes nothing.
+      return;
+    default:
+      return;
+  }
+}
+
+/** A POST or PUT body as a state; what the body leaves out takes its default (PUT replaces). */
+export function groupFromBody(body: Json): GroupState {
+  const displayName = body.displayName;
+  if (typeof displayName !== 'string') return invalid('displayName is required');
+  const state: GroupState = {
+    displayName,
+    externalId: optionalString(body.externalId, 'externalId'),
+    parentId: 0,
+    orderNum: 0,
+    leader: null,
+    phone: null,
+    email: null,
+    status: '0',
+    members: memberIds(body.members),
+  };
+  const extension = Object.entries(body).find(([key]) => key.toLowerCase() === DEPT_EXTENSION.toLowerCase())?.[1];
+  if (extension !== undefined && extension !== null) {
+    if (!isObject(extension)) return invalid(`${DEPT_EXTENSION} must be an object`);
+    for (const [name, value] of Object.entries(extension)) setExtension(state, name, value);
+  }
+  return state;
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+$/;
+/** A department's email column (varchar(50)): only a user's email was widened. */
+const DEPT_EMAIL_MAX = 50;
+const PHONE = /^[0-9 +-]*$/;
+
+/** The limits of the department fields, as SCIM errors (400 invalidValue); the rules (sibling names, cycles, depth) are the write paths'. */
+export function checkGroupState(state: GroupState): GroupState {
+  const name = state.displayName.trim();
+  if (name.length < 1 || name.length > NAME_MAX) invalid(`displayName must be 1 to ${NAME_MAX} characters after trimming`);
+  if (state.externalId !== null && state.externalId.length > 255) invalid('externalId must be at most 255 characters');
+  if (state.orderNum < 0 || state.orderNum > INT4_MAX) invalid(`orderNum must be 0 to ${INT4_MAX}`);
+  if (state.leader !== null && state.leader.length > 20) invalid('leader must be at most 20 characters');
+  if (state.phone !== null && (state.phone.length > 20 || !PHONE.test(state.phone))) invalid('phone: at most 20 digits, spaces, + and -');
+  if (state.email !== null && (state.email.length > DEPT_EMAIL_MAX || !EMAIL.test(state.email)))
+    invalid(`email "${state.email}" is not an address of at most 50 characters`);
+  if (state.members.length > 10_000) invalid('at most 10,000 members in one request');
+  return { ...state, members: [...new Set(state.members)] };
+}

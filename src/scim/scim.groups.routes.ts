@@ -1,0 +1,110 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { Sql } from '../db/database.js';
+import { transaction } from '../db/retry.js';
+import { requestActor } from '../identity/caller.js';
+import { ifMatchOf } from '../core/version.js';
+import { ScimError } from './scim.error.js';
+import { filterToSql, parseFilter } from './scim.filter.js';
+import { GROUP_FILTER_ATTRIBUTES } from './scim.attributes.js';
+import { sendScim } from './scim.reply.js';
+import { ListQuery, PatchBody, ResourceBody } from './scim.schema.js';
+import { listResponse, pageOf, project, scimId } from './scim.resource.js';
+import { createScimGroup, deleteScimGroup, findScimGroups, getScimGroup, patchScimGroup, type ScimGroupRow } from './scim.group.sql.js';
+import { checkGroupState, DEPT_EXTENSION, groupFromBody, GROUP_SCHEMA } from './scim.group.state.js';
+import { applyGroupPatch } from './scim.group.patch.js';
+import type { PatchOperation } from './scim.user.patch.js';
+
+// /scim/v2/Groups (docs/scim.md#groups): the tenant's departments, for the
+// key's tenant only; writes through the department and user write paths
+// (scim.group.sql.ts), in one transaction.
+
+/** A department as a SCIM Group, with the department extension. */
+function groupResource(row: ScimGroupRow, base: string) {
+  return {
+    schemas: [GROUP_SCHEMA, DEPT_EXTENSION],
+    id: String(row.id),
+    ...(row.externalId === null ? {} : { externalId: row.externalId }),
+    displayName: row.displayName,
+    members: row.members.map((m) => ({ value: String(m.id), display: m.userName, type: 'User', $ref: `${base}/Users/${m.id}` })),
+    [DEPT_EXTENSION]: {
+      parentId: row.parentId === 0 ? null : String(row.parentId),
+      orderNum: row.orderNum,
+      leader: row.leader,
+      phone: row.phone,
+      email: row.email,
+      status: row.status,
+      ancestors: row.ancestors,
+    },
+    meta: {
+      resourceType: 'Group',
+      created: row.created.toISOString(),
+      lastModified: row.lastModified.toISOString(),
+      location: `${base}/Groups/${row.id}`,
+      version: row.version,
+    },
+  };
+}
+
+export async function scimGroupRoutes(app: FastifyInstance, { sql }: { sql: Sql }): Promise<void> {
+  const base = (request: FastifyRequest) => `${request.protocol}://${request.host}/scim/v2`;
+  const idOf = (request: FastifyRequest) => scimId((request.params as { id: string }).id, 'Group');
+  /** Answers the group as it is now, with its ETag. */
+  const answer = async (request: FastifyRequest, reply: FastifyReply, id: number, status: number) => {
+    const row = await getScimGroup(sql, request.caller.tenantId, id);
+    if (!row) throw new ScimError(404, undefined, `Group ${id} not found`);
+    reply.header('etag', row.version);
+    if (status === 201) reply.header('location', `${base(request)}/Groups/${id}`);
+    return sendScim(reply, status, project(groupResource(row, base(request)), request.query as ListQuery));
+  };
+
+  app.get('/Groups', { config: { permission: 'system:dept:list' }, schema: { querystring: ListQuery } }, async (request, reply) => {
+    const query = request.query as ListQuery;
+    const where = query.filter === undefined ? undefined : filterToSql(sql, parseFilter(query.filter), GROUP_FILTER_ATTRIBUTES);
+    const { startIndex, count } = pageOf(query);
+    const { total, rows } = await findScimGroups(sql, request.caller.tenantId, where, startIndex, count);
+    return sendScim(
+      reply,
+      200,
+      listResponse(
+        total,
+        startIndex,
+        rows.map((row) => project(groupResource(row, base(request)), query)),
+      ),
+    );
+  });
+
+  app.get(
+    '/Groups/:id',
+    { config: { permission: 'system:dept:query' }, schema: { params: Type.Object({ id: Type.String() }), querystring: ListQuery } },
+    async (request, reply) => answer(request, reply, idOf(request), 200),
+  );
+
+  app.post('/Groups', { config: { permission: 'system:dept:add' }, schema: { body: ResourceBody } }, async (request, reply) => {
+    const state = checkGroupState(groupFromBody(request.body as Record<string, unknown>));
+    const id = await transaction(sql, (tx) => createScimGroup(tx, requestActor(request), state));
+    return answer(request, reply, id, 201);
+  });
+
+  app.put('/Groups/:id', { config: { permission: 'system:dept:edit' }, schema: { body: ResourceBody } }, async (request, reply) => {
+    const id = idOf(request);
+    const state = checkGroupState(groupFromBody(request.body as Record<string, unknown>));
+    await transaction(sql, (tx) => patchScimGroup(tx, requestActor(request), id, () => state, ifMatchOf(request)));
+    return answer(request, reply, id, 200);
+  });
+
+  app.patch('/Groups/:id', { config: { permission: 'system:dept:edit' }, schema: { body: PatchBody } }, async (request, reply) => {
+    const id = idOf(request);
+    const operations = (request.body as { Operations: PatchOperation[] }).Operations;
+    await transaction(sql, (tx) =>
+      patchScimGroup(tx, requestActor(request), id, (current) => checkGroupState(applyGroupPatch(current, operations)), ifMatchOf(request)),
+    );
+    return answer(request, reply, id, 200);
+  });
+
+  app.delete('/Groups/:id', { config: { permission: 'system:dept:remove' } }, async (request, reply) => {
+    const id = idOf(request);
+    await transaction(sql, (tx) => deleteScimGroup(tx, requestActor(request), id, ifMatchOf(request)));
+    return reply.code(204).send();
+  });
+}

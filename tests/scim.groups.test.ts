@@ -1,0 +1,161 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, type TestApp } from './support/app.js';
+import { provisionTenant, type Provisioned } from './support/tenant-fixtures.js';
+import { ScimClient } from './support/scim.js';
+import { expectTreeInvariants } from './support/invariants.js';
+
+// SCIM Groups through HTTP (docs/scim.md#groups): the tenant's departments,
+// the department extension, members as the users whose department it is,
+// and every department rule of the REST API, as SCIM errors.
+
+const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
+const DEPT = 'urn:ietf:params:scim:schemas:extension:dept:2.0:Group';
+const ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
+
+let t: TestApp;
+let tenant: Provisioned;
+let scim: ScimClient;
+beforeAll(async () => {
+  t = await buildTestApp();
+  tenant = await provisionTenant(t, t.root);
+  scim = await ScimClient.forTenant(t, tenant.admin);
+});
+afterAll(async () => t?.close());
+
+let seq = 0;
+const name = (prefix = 'Team') => `${prefix} ${++seq}`;
+async function group(displayName = name(), extra: Record<string, unknown> = {}) {
+  const res = await scim.post('/Groups', { schemas: [GROUP], displayName, ...extra });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body;
+}
+async function user() {
+  const userName = `m${++seq}.${Math.random().toString(36).slice(2, 7)}@example.com`;
+  const res = await scim.post('/Users', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body as { id: string; userName: string };
+}
+const deptOf = async (userId: string) => (await tenant.admin.get(`/system/user-api/${userId}`)).body.data.deptId as number | null;
+const memberIds = (g: any) => (g.members as { value: string }[]).map((m) => m.value).sort();
+
+describe('SCIM Groups', () => {
+  it('a group is a department: created top level or under a parent, seen by the REST API with the same version', async () => {
+    const top = await group('Engineering');
+    expect(top).toMatchObject({ schemas: [GROUP, DEPT], displayName: 'Engineering', members: [], meta: { resourceType: 'Group' } });
+    expect(top[DEPT]).toMatchObject({ parentId: null, orderNum: 0, status: '0', ancestors: '0' });
+    const child = await group('Platform', { externalId: 'okta-123', [DEPT]: { parentId: top.id, orderNum: 3, leader: 'Ada' } });
+    expect(child[DEPT]).toMatchObject({ parentId: top.id, orderNum: 3, leader: 'Ada', ancestors: `0,${top.id}` });
+    expect(child.externalId).toBe('okta-123');
+
+    const rest = await tenant.admin.get(`/system/dept-api/${child.id}`);
+    expect(rest.body.data).toMatchObject({ deptName: 'Platform', parentId: Number(top.id), orderNum: 3, leader: 'Ada' });
+    expect(rest.headers.etag).toBe(child.meta.version);
+    const audit = (await tenant.admin.get(`/system/audit-api/list?action=dept.create&entityId=${child.id}`)).body.data.rows;
+    expect(audit[0].userName).toBe(`apikey:${scim.keyName}`);
+
+    const found = await scim.get(`/Groups?filter=${encodeURIComponent('displayName eq "platform"')}&excludedAttributes=members`);
+    expect(found.body.totalResults).toBe(1);
+    expect(found.body.Resources[0]).not.toHaveProperty('members');
+    expect((await scim.get(`/Groups?filter=${encodeURIComponent('externalId eq "okta-123"')}`)).body.Resources[0].id).toBe(child.id);
+  });
+
+  it('department rules hold as SCIM errors: sibling names, cycles, disabled parents, unknown parents', async () => {
+    const a = await group();
+    const b = await group(name(), { [DEPT]: { parentId: a.id } });
+    const dup = await scim.post('/Groups', { schemas: [GROUP], displayName: a.displayName });
+    expect(dup.status).toBe(409);
+    expect(dup.body).toMatchObject({ schemas: [ERROR], status: '409', scimType: 'uniqueness' });
+
+    const cycle = await scim.patch(`/Groups/${a.id}`, [{ op: 'replace', path: `${DEPT}:parentId`, value: b.id }]);
+    expect(cycle.status).toBe(409);
+    expect(cycle.body.detail).toContain('descendants');
+
+    const off = await scim.patch(`/Groups/${b.id}`, [{ op: 'replace', value: { [DEPT]: { status: '1' } } }]);
+    expect(off.status, JSON.stringify(off.body)).toBe(200);
+    const offParent = await scim.patch(`/Groups/${a.id}`, [{ op: 'replace', path: `${DEPT}:status`, value: '1' }]);
+    expect(offParent.status).toBe(200);
+    const under = await scim.post('/Groups', { schemas: [GROUP], displayName: name(), [DEPT]: { parentId: a.id } });
+    expect(under.status).toBe(409);
+
+    const other = await provisionTenant(t, t.root);
+    const foreign = (await other.admin.post('/system/dept-api', { parentId: 0, deptName: 'Theirs' })).headers.location!.toString().split('/').pop();
+    const elsewhere = await scim.post('/Groups', { schemas: [GROUP], displayName: name(), [DEPT]: { parentId: foreign } });
+    expect(elsewhere.status).toBe(400);
+    expect((await scim.get(`/Groups/${foreign}`)).status).toBe(404);
+    expect((await scim.post('/Groups', { schemas: [GROUP] })).status).toBe(400);
+    await expectTreeInvariants(t.sql);
+  });
+
+  it('members: add moves the user in, remove (by value path or, as Entra ID sends it, a value array) leaves it with no department', async () => {
+    const g = await group();
+    const other = await group();
+    const [u1, u2, u3] = [await user(), await user(), await user()];
+
+    const added = await scim.patch(`/Groups/${g.id}`, [
+      { op: 'Add', path: 'members', value: [{ value: u1.id }, { value: u2.id }, { value: u3.id }] },
+    ]);
+    expect(added.status, JSON.stringify(added.body)).toBe(200);
+    expect(memberIds(added.body)).toEqual([u1.id, u2.id, u3.id].sort());
+    expect(await deptOf(u1.id)).toBe(Number(g.id));
+    expect((await scim.get(`/Users/${u1.id}`)).body.groups).toEqual([
+      expect.objectContaining({ value: g.id, display: g.displayName, type: 'direct' }),
+    ]);
+    expect((await scim.get(`/Users/${u1.id}`)).body['urn:ietf:params:scim:schemas:extension:enterprise:2.0:User']).toEqual({
+      department: g.displayName,
+    });
+
+    const okta = await scim.patch(`/Groups/${g.id}`, [{ op: 'remove', path: `members[value eq "${u1.id}"]` }]);
+    expect(memberIds(okta.body)).toEqual([u2.id, u3.id].sort());
+    expect(await deptOf(u1.id)).toBeNull();
+    const entra = await scim.patch(`/Groups/${g.id}`, [{ op: 'Remove', path: 'members', value: [{ value: u2.id }] }]);
+    expect(memberIds(entra.body)).toEqual([u3.id]);
+
+    // A user has one department: joining another group moves it; a later remove from the old group changes nothing.
+    expect((await scim.patch(`/Groups/${other.id}`, [{ op: 'add', path: 'members', value: [{ value: u3.id }] }])).status).toBe(200);
+    expect(memberIds((await scim.get(`/Groups/${g.id}`)).body)).toEqual([]);
+    expect((await scim.patch(`/Groups/${g.id}`, [{ op: 'remove', path: `members[value eq "${u3.id}"]` }])).status).toBe(200);
+    expect(await deptOf(u3.id)).toBe(Number(other.id));
+
+    // replace sets the members exactly; an unknown user is refused and nothing changes.
+    const replaced = await scim.patch(`/Groups/${g.id}`, [{ op: 'replace', path: 'members', value: [{ value: u1.id }] }]);
+    expect(memberIds(replaced.body)).toEqual([u1.id]);
+    const unknown = await scim.patch(`/Groups/${g.id}`, [{ op: 'add', path: 'members', value: [{ value: u2.id }, { value: '999999999' }] }]);
+    expect(unknown.status).toBe(400);
+    expect(await deptOf(u2.id)).toBeNull();
+    const moves = (await tenant.admin.get(`/system/audit-api/list?action=user.update&entityId=${u1.id}`)).body.data.rows;
+    expect(moves.length).toBeGreaterThanOrEqual(3);
+    expect(moves[0].userName).toBe(`apikey:${scim.keyName}`);
+  });
+
+  it('PUT replaces the group and its members; a stale If-Match is 412', async () => {
+    const g = await group();
+    const u = await user();
+    const put = await scim.put(
+      `/Groups/${g.id}`,
+      { schemas: [GROUP], displayName: `${g.displayName} renamed`, members: [{ value: u.id }] },
+      g.meta.version,
+    );
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expect(put.body.displayName).toBe(`${g.displayName} renamed`);
+    expect(memberIds(put.body)).toEqual([u.id]);
+    const stale = await scim.patch(`/Groups/${g.id}`, [{ op: 'replace', path: 'displayName', value: 'Late' }], g.meta.version);
+    expect(stale.status).toBe(412);
+  });
+
+  it('DELETE detaches the members and deletes the department; one with a child department is refused with 409 mutability', async () => {
+    const parent = await group();
+    const child = await group(name(), { [DEPT]: { parentId: parent.id } });
+    const refused = await scim.delete(`/Groups/${parent.id}`);
+    expect(refused.status).toBe(409);
+    expect(refused.body).toMatchObject({ schemas: [ERROR], scimType: 'mutability' });
+
+    const u = await user();
+    await scim.patch(`/Groups/${child.id}`, [{ op: 'add', path: 'members', value: [{ value: u.id }] }]);
+    expect((await scim.delete(`/Groups/${child.id}`)).status).toBe(204);
+    expect(await deptOf(u.id)).toBeNull();
+    expect((await scim.get(`/Groups/${child.id}`)).status).toBe(404);
+    expect((await tenant.admin.get(`/system/dept-api/${child.id}`)).status).toBe(404);
+    expect((await scim.delete(`/Groups/${parent.id}`)).status).toBe(204);
+    await expectTreeInvariants(t.sql);
+  });
+});
