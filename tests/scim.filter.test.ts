@@ -275,10 +275,16 @@ describe('SCIM filter: multi-valued attributes and value paths', () => {
     expect(await groups('meta.created lt "2024-02-01T00:00:00Z"')).toEqual(['Engineering', 'Sales']);
   });
 
-  it('refuses value paths on other attributes, unknown sub-attributes, nesting and a trailing sub-attribute', () => {
+  it('reads Entra ID\'s emails[type eq "work"].value eq "..." as one value meeting both', async () => {
+    expect(await users('emails[type eq "work"].value eq "ALICE@example.com"')).toEqual(['alice']);
+    expect(await users('emails[type eq "home"].value eq "alice@example.com"')).toEqual([]);
+    expect(await users('emails[type eq "work"].value pr')).toEqual(await users('emails[type eq "work"]'));
+  });
+
+  it('refuses value paths on other attributes, unknown sub-attributes, nesting and a sub-attribute without a comparison', () => {
     expectInvalid('userName[value eq "x"]', /not a multi-valued attribute/);
     expectInvalid('emails[primary eq true]', /Unknown attribute "emails\.primary"/);
-    expectInvalid('emails[type eq "work"].value eq "a@b.c"', /attribute\[filter\] only/);
+    expectInvalid('emails[type eq "work"].value[type eq "x"]', /Unknown operator|an operator/);
     expectInvalid('emails[value[type eq "work"] pr]', /do not nest/);
     expectInvalid('members[display eq "alice"]', /members\.display/, GROUP_FILTER_ATTRIBUTES);
   });

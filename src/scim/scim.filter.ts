@@ -179,7 +179,12 @@ class Parser {
     return { op: op as CompareOp, path, value: this.literal() };
   }
 
-  /** `attr[filter]`; value filters do not nest, and `attr[filter].sub` is a PATCH path (RFC 7644 §3.5.2), not a filter. */
+  /**
+   * `attr[filter]`; value filters do not nest. RFC 7644's filter grammar has
+   * no `attr[filter].sub op value`, but Entra ID sends it to match users by
+   * address (`emails[type eq "work"].value eq "a@b.c"`): it is read as
+   * `attr[filter and sub op value]`, one value meeting both.
+   */
   private valuePath(path: string): Filter {
     const open = this.expect('[', '"["');
     if (this.inValuePath) throw invalidFilter(`Value filters do not nest (position ${open.at})`);
@@ -189,7 +194,15 @@ class Parser {
     this.expect(']', '"]"');
     const next = this.peek();
     if (next?.kind === 'word' && next.text.startsWith('.')) {
-      throw invalidFilter(`${shown(`${path}[...]${next.text}`)}: a filter takes attribute[filter] only, with no sub-attribute after it`);
+      const sub = next.text.slice(1);
+      if (!/^[A-Za-z][\w$-]*$/.test(sub)) throw invalidFilter(`${shown(`${path}[...]${next.text}`)} is not an attribute path`);
+      this.pos++;
+      const opToken = this.expect('word', `an operator after ${shown(`${path}[...]${next.text}`)}`);
+      const op = opToken.text.toLowerCase();
+      if (op !== 'pr' && !COMPARE_OPS.has(op)) throw invalidFilter(`Unknown operator ${shown(opToken.text)} at position ${opToken.at}`);
+      if (++this.comparisons > MAX_FILTER_COMPARISONS) throw invalidFilter(`The filter has more than ${MAX_FILTER_COMPARISONS} comparisons`);
+      const right: Filter = op === 'pr' ? { op: 'pr', path: sub } : { op: op as CompareOp, path: sub, value: this.literal() };
+      return { op: 'value', path, filter: { op: 'and', left: inner, right } };
     }
     return { op: 'value', path, filter: inner };
   }
