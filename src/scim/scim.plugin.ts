@@ -5,6 +5,7 @@ import { addJsonParser } from '../http/json.parser.js';
 import { classify } from '../http/error.handler.js';
 import { ScimError } from './scim.error.js';
 import { SCIM_MEDIA_TYPE, sendScim } from './scim.reply.js';
+import { scimDiscoveryRoutes } from './scim.discovery.routes.js';
 import { scimUserRoutes } from './scim.users.routes.js';
 import { scimGroupRoutes } from './scim.groups.routes.js';
 
@@ -67,6 +68,7 @@ export async function scimPlugin(app: FastifyInstance, { sql }: { sql: Sql }): P
     );
   });
 
+  await app.register(scimDiscoveryRoutes);
   await app.register(scimUserRoutes, { sql });
   await app.register(scimGroupRoutes, { sql });
 

@@ -7,7 +7,7 @@ import type { ListQuery } from './scim.schema.js';
 
 const LIST_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
 /** filter.maxResults in /ServiceProviderConfig. */
-const MAX_RESULTS = 200;
+export const MAX_RESULTS = 200;
 const DEFAULT_COUNT = 100;
 
 /** A resource id from a path: our ids are decimal; anything else names no resource (404, as an unknown id). */
