@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, Client, createdId, type TestApp } from './support/app.js';
-import { provisionTenant, type Provisioned } from './support/tenant-fixtures.js';
-import { ScimClient } from './support/scim.js';
+import { Client, createdId, type TestApp } from './support/app.js';
+import type { Provisioned } from './support/tenant-fixtures.js';
+import { ScimClient, scimTenant } from './support/scim.js';
 
 // SCIM discovery through HTTP (docs/scim.md#discovery): /ServiceProviderConfig,
 // /ResourceTypes and /Schemas say what the service does, and the User schema
@@ -20,9 +20,7 @@ let t: TestApp;
 let tenant: Provisioned;
 let scim: ScimClient;
 beforeAll(async () => {
-  t = await buildTestApp();
-  tenant = await provisionTenant(t, t.root);
-  scim = await ScimClient.forTenant(t, tenant.admin);
+  ({ t, tenant, scim } = await scimTenant());
 });
 afterAll(async () => t?.close());
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, type TestApp } from './support/app.js';
+import type { TestApp } from './support/app.js';
 import { provisionTenant, type Provisioned } from './support/tenant-fixtures.js';
-import { ScimClient } from './support/scim.js';
+import { ScimClient, scimTenant } from './support/scim.js';
 import { expectTreeInvariants } from './support/invariants.js';
 
 // SCIM Groups through HTTP (docs/scim.md#groups): the tenant's departments,
@@ -16,9 +16,7 @@ let t: TestApp;
 let tenant: Provisioned;
 let scim: ScimClient;
 beforeAll(async () => {
-  t = await buildTestApp();
-  tenant = await provisionTenant(t, t.root);
-  scim = await ScimClient.forTenant(t, tenant.admin);
+  ({ t, tenant, scim } = await scimTenant());
 });
 afterAll(async () => t?.close());
 
@@ -125,6 +123,15 @@ describe('SCIM Groups', () => {
     const moves = (await tenant.admin.get(`/system/audit-api/list?action=user.update&entityId=${u1.id}`)).body.data.rows;
     expect(moves.length).toBeGreaterThanOrEqual(3);
     expect(moves[0].userName).toBe(`apikey:${scim.keyName}`);
+  });
+
+  it('the depth limit holds: a group 51 levels down is refused and nothing is written', async () => {
+    let parent = (await group()).id as string;
+    for (let level = 2; level <= 50; level++) parent = (await group(name('Level'), { [DEPT]: { parentId: parent } })).id;
+    const deeper = await scim.post('/Groups', { schemas: [GROUP], displayName: name('Too deep'), [DEPT]: { parentId: parent } });
+    expect(deeper.status).toBe(409);
+    expect(deeper.body).toMatchObject({ schemas: [ERROR], status: '409' });
+    expect((await scim.get(`/Groups?filter=${encodeURIComponent(`displayName eq "${`Too deep ${seq}`}"`)}`)).body.totalResults).toBe(0);
   });
 
   it('PUT replaces the group and its members; a stale If-Match is 412', async () => {

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, type TestApp } from './support/app.js';
-import { provisionTenant, type Provisioned } from './support/tenant-fixtures.js';
-import { ScimClient } from './support/scim.js';
+import type { TestApp } from './support/app.js';
+import type { Provisioned } from './support/tenant-fixtures.js';
+import { ScimClient, scimTenant } from './support/scim.js';
 
 // The request sequences Okta and Microsoft Entra ID send (docs/scim.md),
 // replayed through HTTP with the bodies their documentation shows: Okta's
@@ -22,9 +22,7 @@ let t: TestApp;
 let tenant: Provisioned;
 let scim: ScimClient;
 beforeAll(async () => {
-  t = await buildTestApp();
-  tenant = await provisionTenant(t, t.root);
-  scim = await ScimClient.forTenant(t, tenant.admin);
+  ({ t, tenant, scim } = await scimTenant());
 });
 afterAll(async () => t?.close());
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, Client, type TestApp } from './support/app.js';
+import { Client, type TestApp } from './support/app.js';
 import { provisionTenant, type Provisioned } from './support/tenant-fixtures.js';
-import { ScimClient } from './support/scim.js';
+import { ScimClient, scimTenant } from './support/scim.js';
 
 // SCIM Users through HTTP (docs/scim.md#users): the tenant's users, for an
 // admin API key of that tenant; create, read, filter, page, project,
@@ -16,9 +16,7 @@ let t: TestApp;
 let tenant: Provisioned;
 let scim: ScimClient;
 beforeAll(async () => {
-  t = await buildTestApp();
-  tenant = await provisionTenant(t, t.root);
-  scim = await ScimClient.forTenant(t, tenant.admin);
+  ({ t, tenant, scim } = await scimTenant());
 });
 afterAll(async () => t?.close());
 
@@ -230,6 +228,22 @@ describe('SCIM Users', () => {
   });
 });
 
+describe('the tenant account quota', () => {
+  it('a create past accountCount is 409 and writes nothing; deleting a user frees a place', async () => {
+    const small = await provisionTenant(t, t.root, { accountCount: 2 });
+    const smallScim = await ScimClient.forTenant(t, small.admin);
+    const first = await smallScim.post('/Users', userBody(uniqueName()));
+    expect(first.status).toBe(201);
+    const over = await smallScim.post('/Users', userBody(uniqueName()));
+    expect(over.status).toBe(409);
+    expect(over.body).toMatchObject({ schemas: [ERROR], status: '409' });
+    expect(over.body.detail).toContain('quota');
+    expect((await smallScim.get('/Users')).body.totalResults).toBe(2);
+    expect((await smallScim.delete(`/Users/${first.body.id}`)).status).toBe(204);
+    expect((await smallScim.post('/Users', userBody(uniqueName()))).status).toBe(201);
+  });
+});
+
 describe('who may call SCIM', () => {
   it('only an admin API key of the tenant, and only for its own tenant', async () => {
     const other = await provisionTenant(t, t.root);
@@ -255,6 +269,8 @@ describe('who may call SCIM', () => {
   it('takes application/scim+json and plain JSON, answers unknown paths with a SCIM 404, and bounds the body', async () => {
     const plain = await scim.post('/Users', userBody(uniqueName()), 'application/json');
     expect(plain.status).toBe(201);
+    const withCharset = await scim.post('/Users', userBody(uniqueName()), 'application/scim+json; charset=utf-8');
+    expect(withCharset.status).toBe(201);
     const unknown = await scim.get('/Nothing');
     expect(unknown.status).toBe(404);
     expect(unknown.body).toMatchObject({ schemas: [ERROR], status: '404' });

@@ -21,10 +21,21 @@ export async function pageOf<T extends object>(
   query: { select: Fragment; from: Fragment; orderBy: Fragment },
   page: PageQuery,
 ): Promise<{ total: number; rows: T[] }> {
+  return windowOf<T>(sql, query, (page.pageNum - 1) * page.pageSize, page.pageSize);
+}
+
+/** The same by offset and limit (SCIM's startIndex and count); a limit of 0 reads the total alone. */
+export async function windowOf<T extends object>(
+  sql: Db,
+  query: { select: Fragment; from: Fragment; orderBy: Fragment },
+  offset: number,
+  limit: number,
+): Promise<{ total: number; rows: T[] }> {
   const [count] = await sql<{ total: number }[]>`SELECT count(*) AS total FROM ${query.from}`;
+  if (limit === 0) return { total: count!.total, rows: [] };
   const rows = await sql<T[]>`
     SELECT ${query.select} FROM ${query.from}
     ORDER BY ${query.orderBy}
-    LIMIT ${page.pageSize} OFFSET ${(page.pageNum - 1) * page.pageSize}`;
+    LIMIT ${limit} OFFSET ${offset}`;
   return { total: count!.total, rows: Array.from(rows) };
 }

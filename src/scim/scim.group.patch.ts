@@ -1,20 +1,12 @@
 import { ScimError } from './scim.error.js';
-import { DEPT_EXTENSION, GROUP_SCHEMA, isObject, memberIds, setExtension, type GroupState } from './scim.group.state.js';
-import type { PatchOperation } from './scim.user.patch.js';
+import { DEPT_EXTENSION, GROUP_SCHEMA, memberIds, setExtension, type GroupState } from './scim.group.state.js';
+import { eachOperation, type Kind, type PatchOperation } from './scim.patch.js';
 
 // PATCH of a Group (RFC 7644 §3.5.2) on its state (scim.group.state.ts), as
 // Okta and Entra ID send it (docs/scim.md#groups): members added with a value
 // array, removed by a value path (`members[value eq "12"]`) or, as Entra ID
 // does, by `path: "members"` with a value array; `op` in any case;
 // displayName and the department extension by path or in a pathless value.
-
-type Kind = 'add' | 'replace' | 'remove';
-
-function kindOf(op: unknown): Kind {
-  const kind = typeof op === 'string' ? op.toLowerCase() : '';
-  if (kind === 'add' || kind === 'replace' || kind === 'remove') return kind;
-  throw new ScimError(400, 'invalidSyntax', `op ${JSON.stringify(op)} is not add, replace or remove`);
-}
 
 /** The member ids a `members[value eq "12"]` path names (an `or` of such terms too). */
 function membersInPath(filter: string): number[] {
@@ -68,21 +60,6 @@ function apply(state: GroupState, kind: Kind, rawPath: string, value: unknown): 
 
 export function applyGroupPatch(state: GroupState, operations: PatchOperation[]): GroupState {
   const next = { ...state, members: [...state.members] };
-  for (const operation of operations) {
-    const kind = kindOf(operation.op);
-    if (operation.path !== undefined && operation.path !== '') {
-      apply(next, kind, operation.path, operation.value);
-      continue;
-    }
-    if (kind === 'remove') throw new ScimError(400, 'noTarget', 'remove needs a path');
-    if (!isObject(operation.value)) throw new ScimError(400, 'invalidValue', `${kind} without a path needs an object value`);
-    for (const [key, value] of Object.entries(operation.value)) {
-      if (key.toLowerCase() === DEPT_EXTENSION.toLowerCase() && isObject(value)) {
-        for (const [name, v] of Object.entries(value)) setExtension(next, name, v);
-      } else if (key.toLowerCase() !== 'schemas') {
-        apply(next, kind, key, value);
-      }
-    }
-  }
+  eachOperation(operations, (kind, path, value) => apply(next, kind, path, value));
   return next;
 }

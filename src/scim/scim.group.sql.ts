@@ -3,6 +3,7 @@ import type { Db, Tx } from '../db/database.js';
 import { etagOf } from '../core/version.js';
 import { lockOrganisation } from '../db/locks.js';
 import { fromRow, selectList } from '../db/fields.js';
+import { windowOf } from '../db/page.js';
 import type { Caller } from '../identity/caller.js';
 import { DEPT_FIELDS } from '../depts/dept.fields.js';
 import { createDept, deleteDepts, updateDept } from '../depts/dept.sql.js';
@@ -75,13 +76,14 @@ export async function findScimGroups(
   startIndex: number,
   count: number,
 ): Promise<{ total: number; rows: ScimGroupRow[] }> {
-  const filtered = sql`${FROM(sql, tenantId)} ${where ? sql`AND (${where})` : sql``}`;
-  const [counted] = await sql<{ total: number }[]>`SELECT count(*)::int AS total FROM ${filtered}`;
-  const rows =
-    count === 0
-      ? []
-      : await sql<Record<string, unknown>[]>`SELECT ${COLUMNS(sql)} FROM ${filtered} ORDER BY g.dept_id LIMIT ${count} OFFSET ${startIndex - 1}`;
-  return { total: counted!.total, rows: await withMembers(sql, tenantId, rows) };
+  const from = sql`${FROM(sql, tenantId)} ${where ? sql`AND (${where})` : sql``}`;
+  const { total, rows } = await windowOf<Record<string, unknown>>(
+    sql,
+    { select: COLUMNS(sql), from, orderBy: sql`g.dept_id` },
+    startIndex - 1,
+    count,
+  );
+  return { total, rows: await withMembers(sql, tenantId, rows) };
 }
 
 const deptInput = (state: GroupState) => ({

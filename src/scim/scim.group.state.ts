@@ -1,5 +1,6 @@
 import { INT4_MAX, NAME_MAX } from '../core/limits.js';
 import { ScimError } from './scim.error.js';
+import { isObject } from './scim.patch.js';
 
 // A SCIM Group as the department fields it maps to (docs/scim.md#groups):
 // read from a POST or PUT body, changed by PATCH (scim.group.patch.ts),
@@ -25,7 +26,6 @@ export interface GroupState {
 }
 
 type Json = Record<string, unknown>;
-export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const invalid = (detail: string): never => {
   throw new ScimError(400, 'invalidValue', detail);

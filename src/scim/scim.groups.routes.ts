@@ -13,7 +13,7 @@ import { listResponse, pageOf, project, scimId } from './scim.resource.js';
 import { createScimGroup, deleteScimGroup, findScimGroups, getScimGroup, patchScimGroup, type ScimGroupRow } from './scim.group.sql.js';
 import { checkGroupState, DEPT_EXTENSION, groupFromBody, GROUP_SCHEMA } from './scim.group.state.js';
 import { applyGroupPatch } from './scim.group.patch.js';
-import type { PatchOperation } from './scim.user.patch.js';
+import type { PatchOperation } from './scim.patch.js';
 
 // /scim/v2/Groups (docs/scim.md#groups): the tenant's departments, for the
 // key's tenant only; writes through the department and user write paths

@@ -1,4 +1,5 @@
 import { ScimError } from './scim.error.js';
+import { eachOperation, isObject, type Kind, type PatchOperation } from './scim.patch.js';
 import { ENTERPRISE_USER_SCHEMA, pickValue, scimBoolean, USER_SCHEMA, type UserState } from './scim.user.state.js';
 
 // PATCH of a User (RFC 7644 §3.5.2) on its state (scim.user.state.ts), as the
@@ -11,23 +12,6 @@ import { ENTERPRISE_USER_SCHEMA, pickValue, scimBoolean, USER_SCHEMA, type UserS
 // (`title`, `addresses`, ...) and the read-only ones (`groups`, the
 // enterprise `department`) are passed over, not refused: providers map them
 // by default, and refusing them would stop provisioning altogether.
-
-type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-export interface PatchOperation {
-  op: string;
-  path?: string;
-  value?: unknown;
-}
-
-type Kind = 'add' | 'replace' | 'remove';
-
-function kindOf(op: unknown): Kind {
-  const kind = typeof op === 'string' ? op.toLowerCase() : '';
-  if (kind === 'add' || kind === 'replace' || kind === 'remove') return kind;
-  throw new ScimError(400, 'invalidSyntax', `op ${JSON.stringify(op)} is not add, replace or remove`);
-}
 
 function text(value: unknown, what: string): string {
   if (typeof value !== 'string') throw new ScimError(400, 'invalidValue', `${what} must be a string`);
@@ -114,22 +98,6 @@ function applyName(state: UserState, removing: boolean, sub: string | undefined,
 /** The state after the operations, in order; the caller checks the result (checkUserState) before writing it. */
 export function applyUserPatch(state: UserState, operations: PatchOperation[]): UserState {
   const next = { ...state };
-  for (const operation of operations) {
-    const kind = kindOf(operation.op);
-    if (operation.path !== undefined && operation.path !== '') {
-      apply(next, kind, operation.path, operation.value);
-      continue;
-    }
-    if (kind === 'remove') throw new ScimError(400, 'noTarget', 'remove needs a path');
-    if (!isObject(operation.value)) throw new ScimError(400, 'invalidValue', `${kind} without a path needs an object value`);
-    for (const [key, value] of Object.entries(operation.value)) {
-      // A schema URN as a key holds that schema's attributes: the core one's are applied, the extension's passed over.
-      if (key.toLowerCase() === USER_SCHEMA.toLowerCase() && isObject(value)) {
-        for (const [inner, v] of Object.entries(value)) apply(next, kind, inner, v);
-      } else if (key.toLowerCase() !== 'schemas') {
-        apply(next, kind, key, value);
-      }
-    }
-  }
+  eachOperation(operations, (kind, path, value) => apply(next, kind, path, value));
   return next;
 }

@@ -4,6 +4,7 @@ import { etagOf } from '../core/version.js';
 import { lockOrganisation } from '../db/locks.js';
 import type { Caller } from '../identity/caller.js';
 import { selectList, fromRow } from '../db/fields.js';
+import { windowOf } from '../db/page.js';
 import { USER_FIELDS } from '../users/user.fields.js';
 import { createUser, deleteUsers, updateUser } from '../users/user.sql.js';
 import { ScimError } from './scim.error.js';
@@ -69,13 +70,14 @@ export async function findScimUsers(
   startIndex: number,
   count: number,
 ): Promise<{ total: number; rows: ScimUserRow[] }> {
-  const filtered = sql`${FROM(sql, tenantId)} ${where ? sql`AND (${where})` : sql``}`;
-  const [counted] = await sql<{ total: number }[]>`SELECT count(*)::int AS total FROM ${filtered}`;
-  const rows =
-    count === 0
-      ? []
-      : await sql<Record<string, unknown>[]>`SELECT ${COLUMNS(sql)} FROM ${filtered} ORDER BY u.user_id LIMIT ${count} OFFSET ${startIndex - 1}`;
-  return { total: counted!.total, rows: rows.map(toRow) };
+  const from = sql`${FROM(sql, tenantId)} ${where ? sql`AND (${where})` : sql``}`;
+  const { total, rows } = await windowOf<Record<string, unknown>>(
+    sql,
+    { select: COLUMNS(sql), from, orderBy: sql`u.user_id` },
+    startIndex - 1,
+    count,
+  );
+  return { total, rows: rows.map(toRow) };
 }
 
 const extraColumns = (state: UserState) => ({ external_id: state.externalId, given_name: state.givenName, family_name: state.familyName });

@@ -1,5 +1,6 @@
 import { EMAIL_MAX, NAME_MAX, USER_NAME_MAX } from '../core/limits.js';
 import { ScimError } from './scim.error.js';
+import { isObject } from './scim.patch.js';
 
 // A SCIM User as the fields it maps to (docs/scim.md#users): read from a
 // POST or PUT body, changed by PATCH operations (scim.patch.ts), checked, then
@@ -25,7 +26,6 @@ export interface UserState {
 }
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * A SCIM boolean: true/false, or the strings Entra ID sends ("True",

@@ -10,7 +10,8 @@ import { USER_FILTER_ATTRIBUTES } from './scim.attributes.js';
 import { sendScim } from './scim.reply.js';
 import { createScimUser, deleteScimUser, findScimUsers, getScimUser, patchScimUser, type ScimUserRow } from './scim.user.sql.js';
 import { checkUserState, ENTERPRISE_USER_SCHEMA, stateFromBody, USER_SCHEMA } from './scim.user.state.js';
-import { applyUserPatch, type PatchOperation } from './scim.user.patch.js';
+import { applyUserPatch } from './scim.user.patch.js';
+import type { PatchOperation } from './scim.patch.js';
 import { ListQuery, PatchBody, ResourceBody } from './scim.schema.js';
 import { listResponse, pageOf, project, scimId } from './scim.resource.js';
 

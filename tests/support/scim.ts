@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { expect } from 'vitest';
-import { Client, type TestApp } from './app.js';
+import { buildTestApp, Client, type TestApp } from './app.js';
+import { provisionTenant, type Provisioned } from './tenant-fixtures.js';
 
 // A SCIM client for the tests (docs/scim.md): requests to /scim/v2 through
 // app.inject, as an identity provider sends them (application/scim+json,
@@ -70,4 +71,11 @@ export class ScimClient {
   delete(path: string, ifMatch?: string) {
     return this.raw('DELETE', path, undefined, undefined, ifMatch);
   }
+}
+
+/** A test app, a tenant with its admin signed in, and a SCIM client with an admin key of that tenant: each SCIM test file's start. */
+export async function scimTenant(): Promise<{ t: TestApp; tenant: Provisioned; scim: ScimClient }> {
+  const t = await buildTestApp();
+  const tenant = await provisionTenant(t, t.root);
+  return { t, tenant, scim: await ScimClient.forTenant(t, tenant.admin) };
 }
