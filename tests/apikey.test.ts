@@ -215,10 +215,11 @@ describe('a key as the credential', () => {
     expect((await client.get('/system/dept-api/list')).status).toBe(200);
   });
 
-  it('dies at the end of its last day', async () => {
+  it('dies at the end of its last day; a refused key is not marked used', async () => {
     const p = await provisionTenant(t, t.root);
     const { data, client } = await newKey(p.admin, { expiresAt: dayFromToday(0) });
     expect((await client.get('/system/dept-api/list')).status).toBe(200);
+    await t.sql`UPDATE sys_api_key SET last_used_time = NULL WHERE tenant_id = ${p.tenant.tenantId} AND key_id = ${data.id}`;
     // Time passes: the stored last day becomes yesterday.
     await t.sql`UPDATE sys_api_key SET expires_at = ${dayFromToday(-1)}::date WHERE tenant_id = ${p.tenant.tenantId} AND key_id = ${data.id}`;
     const refused = await eventually(
@@ -228,6 +229,7 @@ describe('a key as the credential', () => {
     );
     expect(refused.status).toBe(401);
     expect(refused.body.msg).toContain(`expired on ${dayFromToday(-1)}`);
+    expect((await p.admin.get(`${API}/${data.id}`)).body.data.lastUsedTime).toBeNull();
   });
 
   it('does not count against accountCount', async () => {

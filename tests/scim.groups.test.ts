@@ -64,8 +64,10 @@ describe('SCIM Groups', () => {
     expect(dup.status).toBe(409);
     expect(dup.body).toMatchObject({ schemas: [ERROR], status: '409', scimType: 'uniqueness' });
 
+    // Rules other than uniqueness refuse a value SCIM cannot take: 400 invalidValue.
     const cycle = await scim.patch(`/Groups/${a.id}`, [{ op: 'replace', path: `${DEPT}:parentId`, value: b.id }]);
-    expect(cycle.status).toBe(409);
+    expect(cycle.status).toBe(400);
+    expect(cycle.body).toMatchObject({ schemas: [ERROR], status: '400', scimType: 'invalidValue' });
     expect(cycle.body.detail).toContain('descendants');
 
     const off = await scim.patch(`/Groups/${b.id}`, [{ op: 'replace', value: { [DEPT]: { status: '1' } } }]);
@@ -73,7 +75,8 @@ describe('SCIM Groups', () => {
     const offParent = await scim.patch(`/Groups/${a.id}`, [{ op: 'replace', path: `${DEPT}:status`, value: '1' }]);
     expect(offParent.status).toBe(200);
     const under = await scim.post('/Groups', { schemas: [GROUP], displayName: name(), [DEPT]: { parentId: a.id } });
-    expect(under.status).toBe(409);
+    expect(under.status).toBe(400);
+    expect(under.body.detail).toContain('disabled');
 
     const other = await provisionTenant(t, t.root);
     const foreign = (await other.admin.post('/system/dept-api', { parentId: 0, deptName: 'Theirs' })).headers.location!.toString().split('/').pop();
@@ -129,9 +132,41 @@ describe('SCIM Groups', () => {
     let parent = (await group()).id as string;
     for (let level = 2; level <= 50; level++) parent = (await group(name('Level'), { [DEPT]: { parentId: parent } })).id;
     const deeper = await scim.post('/Groups', { schemas: [GROUP], displayName: name('Too deep'), [DEPT]: { parentId: parent } });
-    expect(deeper.status).toBe(409);
-    expect(deeper.body).toMatchObject({ schemas: [ERROR], status: '409' });
+    expect(deeper.status).toBe(400);
+    expect(deeper.body).toMatchObject({ schemas: [ERROR], status: '400', scimType: 'invalidValue' });
     expect((await scim.get(`/Groups?filter=${encodeURIComponent(`displayName eq "${`Too deep ${seq}`}"`)}`)).body.totalResults).toBe(0);
+  });
+
+  it('a value path narrows replace to the members it selects; one that selects none is 400 noTarget; a bad path 400 invalidPath', async () => {
+    const g = await group();
+    const [u1, u2, u3] = [await user(), await user(), await user()];
+    await scim.patch(`/Groups/${g.id}`, [{ op: 'add', path: 'members', value: [{ value: u1.id }, { value: u2.id }] }]);
+    const swapped = await scim.patch(`/Groups/${g.id}`, [{ op: 'replace', path: `members[value eq "${u1.id}"]`, value: [{ value: u3.id }] }]);
+    expect(swapped.status, JSON.stringify(swapped.body)).toBe(200);
+    expect(memberIds(swapped.body)).toEqual([u2.id, u3.id].sort());
+    const none = await scim.patch(`/Groups/${g.id}`, [{ op: 'replace', path: `members[value eq "${u1.id}"]`, value: [{ value: u1.id }] }]);
+    expect(none.status).toBe(400);
+    expect(none.body.scimType).toBe('noTarget');
+    const bad = await scim.patch(`/Groups/${g.id}`, [{ op: 'replace', path: 'displayName[', value: 'x' }]);
+    expect(bad.status).toBe(400);
+    expect(bad.body.scimType).toBe('invalidPath');
+    const shapeless = await scim.raw('PATCH', `/Groups/${g.id}`, JSON.stringify({ schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'] }));
+    expect(shapeless.status).toBe(400);
+    expect(shapeless.body.scimType).toBe('invalidSyntax');
+  });
+
+  it("a change of members alone writes the users' moves, not a department update; GET with the current version is 304", async () => {
+    const g = await group();
+    const u = await user();
+    await scim.patch(`/Groups/${g.id}`, [{ op: 'add', path: 'members', value: [{ value: u.id }] }]);
+    expect((await tenant.admin.get(`/system/audit-api/list?action=dept.update&entityId=${g.id}`)).body.data.total).toBe(0);
+    expect((await tenant.admin.get(`/system/audit-api/list?action=user.update&entityId=${u.id}`)).body.data.total).toBe(1);
+    const current = await scim.get(`/Groups/${g.id}`);
+    const cached = await scim.raw('GET', `/Groups/${g.id}`, undefined, undefined, undefined, { 'if-none-match': current.headers.etag as string });
+    expect(cached.status).toBe(304);
+    // Attribute names are case-insensitive in bodies too.
+    const lower = await scim.post('/Groups', { schemas: [GROUP], displayname: name('lower') });
+    expect(lower.status, JSON.stringify(lower.body)).toBe(201);
   });
 
   it('PUT replaces the group and its members; a stale If-Match is 412', async () => {

@@ -95,12 +95,20 @@ describe('SCIM Users', () => {
     }
   });
 
-  it('a duplicate userName is 409 uniqueness; a missing one 400', async () => {
+  it('a duplicate userName, in any case, is 409 uniqueness; a missing one 400', async () => {
     const userName = uniqueName();
-    expect((await scim.post('/Users', userBody(userName))).status).toBe(201);
-    const again = await scim.post('/Users', userBody(userName));
-    expect(again.status).toBe(409);
-    expect(again.body).toMatchObject({ schemas: [ERROR], status: '409', scimType: 'uniqueness' });
+    const first = await scim.post('/Users', userBody(userName));
+    expect(first.status).toBe(201);
+    for (const again of [userName, userName.toUpperCase()]) {
+      const res = await scim.post('/Users', userBody(again));
+      expect(res.status, again).toBe(409);
+      expect(res.body).toMatchObject({ schemas: [ERROR], status: '409', scimType: 'uniqueness' });
+    }
+    const other = (await scim.post('/Users', userBody(uniqueName()))).body;
+    const renamed = await scim.patch(`/Users/${other.id}`, [{ op: 'replace', path: 'userName', value: userName.toUpperCase() }]);
+    expect(renamed.status).toBe(409);
+    // Attribute names are case-insensitive (RFC 7643 §2.1).
+    expect((await scim.post('/Users', { schemas: [USER], USERNAME: uniqueName('caps') })).status).toBe(201);
     const missing = await scim.post('/Users', { schemas: [USER], displayName: 'Nobody' });
     expect(missing.status).toBe(400);
     expect(missing.body.status).toBe('400');
@@ -156,8 +164,47 @@ describe('SCIM Users', () => {
     }
   });
 
+  it('keeps the work phone and email apart from mobile, home and fax entries', async () => {
+    const created = (
+      await scim.post(
+        '/Users',
+        userBody(uniqueName(), {
+          phoneNumbers: [
+            { value: '+1 555 0001', type: 'mobile' },
+            { value: '+1 555 0002', type: 'work' },
+          ],
+          emails: [{ value: 'home@example.com', type: 'home' }],
+        }),
+      )
+    ).body;
+    expect(created.phoneNumbers).toEqual([{ value: '+1 555 0002', type: 'work' }]);
+    expect(created.emails).toEqual([]);
+    const mobile = await scim.patch(`/Users/${created.id}`, [
+      { op: 'Add', path: 'phoneNumbers[type eq "mobile"].value', value: '+1 555 0003' },
+      { op: 'Remove', path: 'phoneNumbers[type eq "fax"]' },
+      { op: 'replace', path: 'emails[type eq "home"].value', value: 'other@example.com' },
+    ]);
+    expect(mobile.status, JSON.stringify(mobile.body)).toBe(200);
+    expect(mobile.body.phoneNumbers).toEqual([{ value: '+1 555 0002', type: 'work' }]);
+    expect(mobile.body.emails).toEqual([]);
+    const work = await scim.patch(`/Users/${created.id}`, [{ op: 'replace', path: 'phoneNumbers[type eq "work"].value', value: '+1 555 0004' }]);
+    expect(work.body.phoneNumbers).toEqual([{ value: '+1 555 0004', type: 'work' }]);
+  });
+
   it('attributes and excludedAttributes shape the answer; id, schemas and meta stay', async () => {
     const created = (await scim.post('/Users', userBody(uniqueName()))).body;
+    const repeated = await scim.get(`/Users/${created.id}?attributes=userName&attributes=displayName`);
+    expect(repeated.status).toBe(200);
+    expect(Object.keys(repeated.body).sort()).toEqual(['displayName', 'id', 'meta', 'schemas', 'userName']);
+    const dotted = await scim.get(`/Users/${created.id}?excludedAttributes=name.givenName`);
+    expect(dotted.body.name).toEqual({ familyName: 'Lovelace', formatted: 'Ada L' });
+    const extension = await scim.get(`/Users/${created.id}?attributes=urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:department`);
+    expect(Object.keys(extension.body)).toContain('urn:ietf:params:scim:schemas:extension:enterprise:2.0:User');
+    const cached = await scim.raw('GET', `/Users/${created.id}`, undefined, undefined, undefined, { 'if-none-match': created.meta.version });
+    expect(cached.status).toBe(304);
+    expect(cached.headers.etag).toBe(created.meta.version);
+    const answered = await scim.raw('POST', '/Users?attributes=userName', JSON.stringify(userBody(uniqueName())));
+    expect(Object.keys(answered.body).sort()).toEqual(['id', 'meta', 'schemas', 'userName']);
     const only = await scim.get(`/Users/${created.id}?attributes=userName,name.givenName`);
     expect(Object.keys(only.body).sort()).toEqual(['id', 'meta', 'name', 'schemas', 'userName']);
     expect(only.body.name).toEqual({ givenName: 'Ada' });
@@ -229,14 +276,14 @@ describe('SCIM Users', () => {
 });
 
 describe('the tenant account quota', () => {
-  it('a create past accountCount is 409 and writes nothing; deleting a user frees a place', async () => {
+  it('a create past accountCount is 400 invalidValue and writes nothing; deleting a user frees a place', async () => {
     const small = await provisionTenant(t, t.root, { accountCount: 2 });
     const smallScim = await ScimClient.forTenant(t, small.admin);
     const first = await smallScim.post('/Users', userBody(uniqueName()));
     expect(first.status).toBe(201);
     const over = await smallScim.post('/Users', userBody(uniqueName()));
-    expect(over.status).toBe(409);
-    expect(over.body).toMatchObject({ schemas: [ERROR], status: '409' });
+    expect(over.status).toBe(400);
+    expect(over.body).toMatchObject({ schemas: [ERROR], status: '400', scimType: 'invalidValue' });
     expect(over.body.detail).toContain('quota');
     expect((await smallScim.get('/Users')).body.totalResults).toBe(2);
     expect((await smallScim.delete(`/Users/${first.body.id}`)).status).toBe(204);

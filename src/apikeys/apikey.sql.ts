@@ -80,30 +80,34 @@ export interface FoundApiKey extends TenantState {
   role: 'admin' | 'user';
   expiresAt: string | null;
   revoked: boolean;
+  lastUsedTime: Date | null;
+}
+
+/** The key with this hash in `tenantId`, with its tenant chain's state, for every request that sends it (through the session cache). */
+export async function findApiKey(sql: Db, tenantId: string, hash: Buffer): Promise<FoundApiKey | undefined> {
+  const [row] = await sql<FoundApiKey[]>`
+    SELECT k.tenant_id AS "tenantId", k.key_id::int AS id, k.name, k.role, k.expires_at::text AS "expiresAt",
+      k.revoke_time IS NOT NULL AS revoked, k.last_used_time AS "lastUsedTime", ${BLOCKING_COLUMNS(sql)}
+    FROM sys_api_key k JOIN sys_tenant t ON t.tenant_id = k.tenant_id
+    ${BLOCKING_TENANT(sql)}
+    WHERE k.tenant_id = ${tenantId} AND k.key_hash = ${hash}`;
+  return row;
 }
 
 /**
- * The key with this hash in `tenantId`, with its tenant chain's state, for
- * every request that sends it (through the session cache). The same statement
- * keeps `last_used_time` to the minute: it writes only when the minute has
- * changed, so a busy key costs one small write a minute.
+ * `lastUsedTime` is kept to the minute, for a key that was honoured: written
+ * after the key is admitted, and only when the minute has changed, so a busy
+ * key costs one small write a minute.
  */
-export async function findApiKey(sql: Db, tenantId: string, hash: Buffer): Promise<FoundApiKey | undefined> {
-  const [row] = await sql<FoundApiKey[]>`
-    WITH found AS (
-      SELECT k.tenant_id, k.key_id, k.name, k.role, k.expires_at, k.revoke_time, k.last_used_time
-      FROM sys_api_key k WHERE k.tenant_id = ${tenantId} AND k.key_hash = ${hash}
-    ), touched AS (
-      UPDATE sys_api_key k SET last_used_time = date_trunc('minute', now())
-      FROM found f
-      WHERE k.tenant_id = ${tenantId} AND k.key_id = f.key_id AND f.revoke_time IS NULL
-        AND (f.last_used_time IS NULL OR f.last_used_time < date_trunc('minute', now()))
-    )
-    SELECT f.tenant_id AS "tenantId", f.key_id::int AS id, f.name, f.role, f.expires_at::text AS "expiresAt",
-      f.revoke_time IS NOT NULL AS revoked, ${BLOCKING_COLUMNS(sql)}
-    FROM found f JOIN sys_tenant t ON t.tenant_id = f.tenant_id
-    ${BLOCKING_TENANT(sql)}`;
-  return row;
+export async function touchApiKey(sql: Db, tenantId: string, id: number): Promise<void> {
+  await sql`
+    UPDATE sys_api_key SET last_used_time = date_trunc('minute', now())
+    WHERE tenant_id = ${tenantId} AND key_id = ${id} AND (last_used_time IS NULL OR last_used_time < date_trunc('minute', now()))`;
+}
+
+/** Whether `lastUsedTime` is older than the current minute. */
+export function usedBeforeThisMinute(key: Pick<FoundApiKey, 'lastUsedTime'>, now = Date.now()): boolean {
+  return key.lastUsedTime === null || key.lastUsedTime.getTime() < now - (now % 60_000);
 }
 
 /** Why this key may not act now, or null when it may. Judged on every request, like a token (the date is not cached). */

@@ -5,7 +5,7 @@ import type { Sql } from '../db/database.js';
 import { AppError } from '../core/app.error.js';
 import { today } from '../core/time.js';
 import { accountProblem, findSession, tenantProblem } from './auth.sql.js';
-import { apiKeyProblem, findApiKey, type FoundApiKey } from '../apikeys/apikey.sql.js';
+import { apiKeyProblem, findApiKey, touchApiKey, usedBeforeThisMinute, type FoundApiKey } from '../apikeys/apikey.sql.js';
 import { apiKeyTenant, hashApiKey, looksLikeApiKey } from '../apikeys/apikey.token.js';
 import { PERMISSIONS, type Permission } from '../identity/roles.js';
 import type { Caller } from '../identity/caller.js';
@@ -150,7 +150,18 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: AuthOptions) => 
         return found && { key: found, expires: Infinity };
       })
       .then(
-        (cached) => done(admitKey(request, cached?.key)),
+        async (cached) => {
+          const refused = admitKey(request, cached?.key);
+          if (!refused && cached?.key && usedBeforeThisMinute(cached.key)) {
+            // Honoured in a new minute: lastUsedTime follows (the cached copy too, so the next requests do not write again).
+            // A failed write costs the request nothing: the minute is written by a later one.
+            cached.key.lastUsedTime = new Date();
+            await touchApiKey(opts.sql, tenantId, cached.key.id).catch((err: unknown) =>
+              request.log.warn({ err }, 'API key lastUsedTime not written'),
+            );
+          }
+          done(refused);
+        },
         (err: Error) => done(err),
       );
   }

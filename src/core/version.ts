@@ -56,3 +56,12 @@ export function assertIfMatchFits(ifMatch: string | undefined, ids: unknown[]): 
     'If-Match names one version of one record: send it with a single id, or delete without it',
   );
 }
+
+/** RFC 9110 If-None-Match: `*` or a list of entity tags, weak ones compared weakly. */
+export function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  return header.split(',').some((tag) => {
+    const t = tag.trim();
+    return t === '*' || t === etag || t === `W/${etag}`;
+  });
+}

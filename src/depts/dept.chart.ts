@@ -41,15 +41,6 @@ export function chartEtag(tenantId: string, version: number, kind: ChartKind, qu
   return `"dc${version}-${hash}"`;
 }
 
-/** RFC 9110 If-None-Match: `*` or a list of entity tags, weak ones compared weakly. */
-export function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
-  if (header === undefined) return false;
-  return header.split(',').some((tag) => {
-    const t = tag.trim();
-    return t === '*' || t === etag || t === `W/${etag}`;
-  });
-}
-
 // ---------------------------------------------------------------- serialisation
 
 // One department as JSON, fields in the order of the Dept schema (what the

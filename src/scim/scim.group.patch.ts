@@ -30,10 +30,17 @@ function apply(state: GroupState, kind: Kind, rawPath: string, value: unknown): 
   const members = /^members(?:\[(.*)\])?(?:\.value)?$/i.exec(path);
   if (members) {
     const selected = members[1] === undefined ? undefined : membersInPath(members[1]);
+    if (selected !== undefined && kind !== 'add' && !state.members.some((id) => selected.includes(id))) {
+      // RFC 7644 §3.5.2.2-3: a value path that selects nothing has no target (a remove of a member already gone is fine).
+      if (kind === 'replace') throw new ScimError(400, 'noTarget', `${rawPath} selects no member of this group`);
+      return;
+    }
     if (kind === 'add') {
       state.members = [...state.members, ...memberIds(value)];
     } else if (kind === 'replace') {
-      state.members = memberIds(value);
+      // With a value path, only the selected members are replaced by the value's; without, all of them.
+      const kept = selected === undefined ? [] : state.members.filter((id) => !selected.includes(id));
+      state.members = [...kept, ...memberIds(value)];
     } else {
       // remove: the members the path selects, else those the value lists (Entra ID), else all of them.
       const gone = new Set(selected ?? (value === undefined || value === null ? state.members : memberIds(value)));
@@ -41,6 +48,8 @@ function apply(state: GroupState, kind: Kind, rawPath: string, value: unknown): 
     }
     return;
   }
+  if (!/^[A-Za-z][\w$-]*(?:\.[A-Za-z][\w$-]*)?$/.test(path))
+    throw new ScimError(400, 'invalidPath', `path ${JSON.stringify(rawPath)} is not an attribute path`);
   switch (path.toLowerCase()) {
     case 'displayname':
       if (kind === 'remove') throw new ScimError(400, 'mutability', 'displayName is required and cannot be removed');

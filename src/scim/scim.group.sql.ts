@@ -1,12 +1,12 @@
 import type { PendingQuery, Row } from 'postgres';
 import type { Db, Tx } from '../db/database.js';
-import { etagOf } from '../core/version.js';
+import { checkIfMatch, etagOf } from '../core/version.js';
 import { lockOrganisation } from '../db/locks.js';
 import { fromRow, selectList } from '../db/fields.js';
 import { windowOf } from '../db/page.js';
 import type { Caller } from '../identity/caller.js';
 import { DEPT_FIELDS } from '../depts/dept.fields.js';
-import { createDept, deleteDepts, updateDept } from '../depts/dept.sql.js';
+import { createDept, deleteDepts, getDept, updateDept } from '../depts/dept.sql.js';
 import { getUser, updateUser } from '../users/user.sql.js';
 import { ScimError } from './scim.error.js';
 import type { GroupState } from './scim.group.state.js';
@@ -86,7 +86,7 @@ export async function findScimGroups(
   return { total, rows: await withMembers(sql, tenantId, rows) };
 }
 
-const deptInput = (state: GroupState) => ({
+const deptInput = (state: Omit<GroupState, 'members'>) => ({
   parentId: state.parentId,
   deptName: state.displayName,
   orderNum: state.orderNum,
@@ -138,7 +138,10 @@ export async function patchScimGroup(
   if (!current) throw new ScimError(404, undefined, `Group ${id} not found`);
   const before = current.members.map((m) => m.id);
   const next = change({ ...current, members: before });
-  await updateDept(tx, actor, { deptId: id, ...deptInput(next) }, ifMatch, { external_id: next.externalId });
+  // A change of members alone is the users' moves only, as in the REST API: the department is not written (no dept.update record).
+  const deptChanged = JSON.stringify([deptInput(next), next.externalId]) !== JSON.stringify([deptInput(current), current.externalId]);
+  if (deptChanged) await updateDept(tx, actor, { deptId: id, ...deptInput(next) }, ifMatch, { external_id: next.externalId });
+  else await checkIfMatch(ifMatch, () => getDept(tx, actor.tenantId, id), `Group ${id}`);
   await moveMembers(tx, actor, id, before, next.members);
 }
 

@@ -92,12 +92,14 @@ export function setExtension(state: GroupState, name: string, value: unknown): v
 }
 
 /** A POST or PUT body as a state; what the body leaves out takes its default (PUT replaces). */
-export function groupFromBody(body: Json): GroupState {
-  const displayName = body.displayName;
+export function groupFromBody(sent: Json): GroupState {
+  // Attribute names are case-insensitive (RFC 7643 §2.1).
+  const body = Object.fromEntries(Object.entries(sent).map(([k, v]) => [k.toLowerCase(), v]));
+  const displayName = body.displayname;
   if (typeof displayName !== 'string') return invalid('displayName is required');
   const state: GroupState = {
     displayName,
-    externalId: optionalString(body.externalId, 'externalId'),
+    externalId: optionalString(body.externalid, 'externalId'),
     parentId: 0,
     orderNum: 0,
     leader: null,
@@ -106,7 +108,7 @@ export function groupFromBody(body: Json): GroupState {
     status: '0',
     members: memberIds(body.members),
   };
-  const extension = Object.entries(body).find(([key]) => key.toLowerCase() === DEPT_EXTENSION.toLowerCase())?.[1];
+  const extension = body[DEPT_EXTENSION.toLowerCase()];
   if (extension !== undefined && extension !== null) {
     if (!isObject(extension)) return invalid(`${DEPT_EXTENSION} must be an object`);
     for (const [name, value] of Object.entries(extension)) setExtension(state, name, value);
@@ -114,6 +116,8 @@ export function groupFromBody(body: Json): GroupState {
   return state;
 }
 
+/** Members one group may have through SCIM. */
+const MAX_MEMBERS = 1000;
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
 /** A department's email column (varchar(50)): only a user's email was widened. */
 const DEPT_EMAIL_MAX = 50;
@@ -129,6 +133,7 @@ export function checkGroupState(state: GroupState): GroupState {
   if (state.phone !== null && (state.phone.length > 20 || !PHONE.test(state.phone))) invalid('phone: at most 20 digits, spaces, + and -');
   if (state.email !== null && (state.email.length > DEPT_EMAIL_MAX || !EMAIL.test(state.email)))
     invalid(`email "${state.email}" is not an address of at most 50 characters`);
-  if (state.members.length > 10_000) invalid('at most 10,000 members in one request');
+  // Each member's move is its own write under the tenant's lock: a bound keeps one request from holding it for long.
+  if (state.members.length > MAX_MEMBERS) invalid(`at most ${MAX_MEMBERS} members in one group`);
   return { ...state, members: [...new Set(state.members)] };
 }

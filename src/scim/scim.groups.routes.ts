@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Type } from '@sinclair/typebox';
 import type { Sql } from '../db/database.js';
 import { transaction } from '../db/retry.js';
 import { requestActor } from '../identity/caller.js';
@@ -8,7 +7,8 @@ import { ScimError } from './scim.error.js';
 import { filterToSql, parseFilter } from './scim.filter.js';
 import { GROUP_FILTER_ATTRIBUTES } from './scim.attributes.js';
 import { sendScim } from './scim.reply.js';
-import { ListQuery, PatchBody, ResourceBody } from './scim.schema.js';
+import { IdParams, ListQuery, PatchBody, ResourceBody } from './scim.schema.js';
+import { matchesIfNoneMatch } from '../core/version.js';
 import { listResponse, pageOf, project, scimId } from './scim.resource.js';
 import { createScimGroup, deleteScimGroup, findScimGroups, getScimGroup, patchScimGroup, type ScimGroupRow } from './scim.group.sql.js';
 import { checkGroupState, DEPT_EXTENSION, groupFromBody, GROUP_SCHEMA } from './scim.group.state.js';
@@ -53,6 +53,9 @@ export async function scimGroupRoutes(app: FastifyInstance, { sql }: { sql: Sql 
   const answer = async (request: FastifyRequest, reply: FastifyReply, id: number, status: number) => {
     const row = await getScimGroup(sql, request.caller.tenantId, id);
     if (!row) throw new ScimError(404, undefined, `Group ${id} not found`);
+    if (status === 200 && request.method === 'GET' && matchesIfNoneMatch(request.headers['if-none-match'], row.version)) {
+      return reply.code(304).header('etag', row.version).send();
+    }
     reply.header('etag', row.version);
     if (status === 201) reply.header('location', `${base(request)}/Groups/${id}`);
     return sendScim(reply, status, project(groupResource(row, base(request)), request.query as ListQuery));
@@ -76,31 +79,43 @@ export async function scimGroupRoutes(app: FastifyInstance, { sql }: { sql: Sql 
 
   app.get(
     '/Groups/:id',
-    { config: { permission: 'system:dept:query' }, schema: { params: Type.Object({ id: Type.String() }), querystring: ListQuery } },
+    { config: { permission: 'system:dept:query' }, schema: { params: IdParams, querystring: ListQuery } },
     async (request, reply) => answer(request, reply, idOf(request), 200),
   );
 
-  app.post('/Groups', { config: { permission: 'system:dept:add' }, schema: { body: ResourceBody } }, async (request, reply) => {
-    const state = checkGroupState(groupFromBody(request.body as Record<string, unknown>));
-    const id = await transaction(sql, (tx) => createScimGroup(tx, requestActor(request), state));
-    return answer(request, reply, id, 201);
-  });
+  app.post(
+    '/Groups',
+    { config: { permission: 'system:dept:add' }, schema: { body: ResourceBody, querystring: ListQuery } },
+    async (request, reply) => {
+      const state = checkGroupState(groupFromBody(request.body as Record<string, unknown>));
+      const id = await transaction(sql, (tx) => createScimGroup(tx, requestActor(request), state));
+      return answer(request, reply, id, 201);
+    },
+  );
 
-  app.put('/Groups/:id', { config: { permission: 'system:dept:edit' }, schema: { body: ResourceBody } }, async (request, reply) => {
-    const id = idOf(request);
-    const state = checkGroupState(groupFromBody(request.body as Record<string, unknown>));
-    await transaction(sql, (tx) => patchScimGroup(tx, requestActor(request), id, () => state, ifMatchOf(request)));
-    return answer(request, reply, id, 200);
-  });
+  app.put(
+    '/Groups/:id',
+    { config: { permission: 'system:dept:edit' }, schema: { body: ResourceBody, querystring: ListQuery } },
+    async (request, reply) => {
+      const id = idOf(request);
+      const state = checkGroupState(groupFromBody(request.body as Record<string, unknown>));
+      await transaction(sql, (tx) => patchScimGroup(tx, requestActor(request), id, () => state, ifMatchOf(request)));
+      return answer(request, reply, id, 200);
+    },
+  );
 
-  app.patch('/Groups/:id', { config: { permission: 'system:dept:edit' }, schema: { body: PatchBody } }, async (request, reply) => {
-    const id = idOf(request);
-    const operations = (request.body as { Operations: PatchOperation[] }).Operations;
-    await transaction(sql, (tx) =>
-      patchScimGroup(tx, requestActor(request), id, (current) => checkGroupState(applyGroupPatch(current, operations)), ifMatchOf(request)),
-    );
-    return answer(request, reply, id, 200);
-  });
+  app.patch(
+    '/Groups/:id',
+    { config: { permission: 'system:dept:edit' }, schema: { body: PatchBody, querystring: ListQuery } },
+    async (request, reply) => {
+      const id = idOf(request);
+      const operations = (request.body as { Operations: PatchOperation[] }).Operations;
+      await transaction(sql, (tx) =>
+        patchScimGroup(tx, requestActor(request), id, (current) => checkGroupState(applyGroupPatch(current, operations)), ifMatchOf(request)),
+      );
+      return answer(request, reply, id, 200);
+    },
+  );
 
   app.delete('/Groups/:id', { config: { permission: 'system:dept:remove' } }, async (request, reply) => {
     const id = idOf(request);

@@ -1,8 +1,8 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import type { Sql } from '../db/database.js';
-import { AppError } from '../core/app.error.js';
 import { addJsonParser } from '../http/json.parser.js';
 import { classify } from '../http/error.handler.js';
+import { discardRestOfBody } from '../http/body.discard.js';
 import { ScimError } from './scim.error.js';
 import { SCIM_MEDIA_TYPE, sendScim } from './scim.reply.js';
 import { scimDiscoveryRoutes } from './scim.discovery.routes.js';
@@ -18,16 +18,21 @@ import { scimGroupRoutes } from './scim.groups.routes.js';
 const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 
 /**
- * The scimType (RFC 7644 §3.12) of a refusal that did not name one: a 400 is
- * a value the service cannot take; a 409 is `uniqueness` when it is one (a
- * unique constraint, or a rule that says the name exists), and has none
- * otherwise (a quota reached is not a uniqueness conflict).
+ * A refusal that is not a ScimError, as SCIM words it (RFC 7644 §3.12): a
+ * body that is not JSON or not shaped like a SCIM request is `invalidSyntax`;
+ * a unique constraint, or a rule that says the name exists, is 409
+ * `uniqueness`; every other rule of the REST API that refuses with 409 (a
+ * cycle, the depth limit, a disabled parent, the account quota) is a value
+ * this service cannot take: 400 `invalidValue`, as SCIM clients expect.
  */
-function scimTypeOf(error: Error, status: number, detail: string): string | undefined {
-  if (status === 400) return 'invalidValue';
-  if (status !== 409) return undefined;
-  const unique = (error as { code?: string }).code === '23505' || (error instanceof AppError && /already exists/.test(detail));
-  return unique ? 'uniqueness' : undefined;
+function asScim(error: FastifyError | Error, status: number, detail: string): { status: number; scimType: string | undefined } {
+  const fastify = error as FastifyError;
+  if (fastify.code === 'FST_ERR_CTP_INVALID_JSON_BODY' || /not valid JSON/.test(detail)) return { status, scimType: 'invalidSyntax' };
+  if (fastify.validation && fastify.validationContext === 'body') return { status, scimType: 'invalidSyntax' };
+  if (status === 400) return { status, scimType: 'invalidValue' };
+  if (status !== 409) return { status, scimType: undefined };
+  if ((error as { code?: string }).code === '23505' || /already exists/.test(detail)) return { status, scimType: 'uniqueness' };
+  return { status: 400, scimType: 'invalidValue' };
 }
 
 export async function scimPlugin(app: FastifyInstance, { sql }: { sql: Sql }): Promise<void> {
@@ -56,16 +61,16 @@ export async function scimPlugin(app: FastifyInstance, { sql }: { sql: Sql }): P
       request.log.info({ status: error.status, reason: error.detail }, 'request refused');
       return sendScim(reply, error.status, scimError(error.status, error.scimType, error.detail));
     }
-    const [status, detail] = classify(error);
-    if (status >= 500) request.log.error({ err: error }, 'request failed');
-    else request.log.info({ status, reason: detail }, 'request refused');
-    const scimType = scimTypeOf(error, status, detail);
-    const invalidJson = (error as FastifyError).code === 'FST_ERR_CTP_INVALID_JSON_BODY' || /not valid JSON/.test(detail);
-    return sendScim(
-      reply,
-      status,
-      scimError(status, invalidJson ? 'invalidSyntax' : scimType, status >= 500 ? `${detail} (request id ${request.id})` : detail),
-    );
+    const [classified, detail] = classify(error);
+    if (classified >= 500) request.log.error({ err: error }, 'request failed');
+    else request.log.info({ status: classified, reason: detail }, 'request refused');
+    const { status, scimType } = asScim(error, classified, detail);
+    if (status === 413) {
+      // As the one error handler does: take the rest of the body in (bounded) so the client reads this answer, then close.
+      await discardRestOfBody(request.raw);
+      reply.header('connection', 'close');
+    }
+    return sendScim(reply, status, scimError(status, scimType, status >= 500 ? `${detail} (request id ${request.id})` : detail));
   });
 
   await app.register(scimDiscoveryRoutes);

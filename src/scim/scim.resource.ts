@@ -28,47 +28,60 @@ export function listResponse(total: number, startIndex: number, resources: objec
   return { schemas: [LIST_SCHEMA], totalResults: total, startIndex, itemsPerPage: resources.length, Resources: resources };
 }
 
-/** Attribute names as a client writes them (`name.givenName`, with or without a schema URN), lower-cased, without the URN of `schemas`. */
-function names(list: string | undefined, schemas: string[]): string[] {
-  if (list === undefined || list.trim() === '') return [];
-  return list.split(',').map((raw) => {
-    let name = raw.trim();
-    for (const schema of schemas) if (name.toLowerCase().startsWith(`${schema.toLowerCase()}:`)) name = name.slice(schema.length + 1);
-    return name.toLowerCase();
+/**
+ * Attribute names as a client writes them, lower-cased: `name.givenName`,
+ * with or without the core schema's URN, or an extension's attribute as
+ * `<extension urn>:<attribute>` (read as `<extension urn>.<attribute>`, the
+ * extension's object and one of its keys). A repeated query parameter counts
+ * as one list.
+ */
+function names(list: string | string[] | undefined, schemas: string[]): string[] {
+  const text = Array.isArray(list) ? list.join(',') : list;
+  if (text === undefined || text.trim() === '') return [];
+  const [core, ...extensions] = schemas.map((s) => s.toLowerCase());
+  return text.split(',').map((raw) => {
+    const name = raw.trim().toLowerCase();
+    if (core && name.startsWith(`${core}:`)) return name.slice(core.length + 1);
+    const extension = extensions.find((urn) => name.startsWith(`${urn}:`));
+    return extension ? `${extension}.${name.slice(extension.length + 1)}` : name;
   });
 }
 
 /** Always returned (RFC 7643 §7 `returned: always`), whatever `attributes` says. */
 const ALWAYS = new Set(['schemas', 'id', 'meta']);
 
+/** `value` (an object, or an array of objects) with only the sub-attributes `keep` accepts. */
+function filterSubs(value: unknown, keep: (sub: string) => boolean): unknown {
+  const pick = (item: Record<string, unknown>) => Object.fromEntries(Object.entries(item).filter(([k]) => keep(k.toLowerCase())));
+  if (Array.isArray(value)) return (value as Record<string, unknown>[]).map(pick);
+  if (typeof value === 'object' && value !== null) return pick(value as Record<string, unknown>);
+  return value;
+}
+
 /**
  * `attributes` keeps only the named attributes (and those always returned);
- * `excludedAttributes` drops the named ones. A dotted name reaches one level
- * into a complex attribute (`name.givenName`). Names are case-insensitive.
+ * `excludedAttributes` drops the named ones (RFC 7644 §3.4.2.5). A dotted
+ * name reaches one level into a complex attribute or an extension
+ * (`name.givenName`). Names are case-insensitive.
  */
 export function project<T extends { schemas: string[] }>(resource: T, query: Pick<ListQuery, 'attributes' | 'excludedAttributes'>): Partial<T> {
   const keep = names(query.attributes, resource.schemas);
   const drop = names(query.excludedAttributes, resource.schemas);
   if (keep.length === 0 && drop.length === 0) return resource;
+  const subsOf = (list: string[], lower: string) => list.filter((n) => n.startsWith(`${lower}.`)).map((n) => n.slice(lower.length + 1));
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(resource)) {
     const lower = key.toLowerCase();
-    if (keep.length > 0 && !ALWAYS.has(lower)) {
+    if (ALWAYS.has(lower)) {
+      out[key] = value;
+    } else if (keep.length > 0) {
+      const subs = subsOf(keep, lower);
       if (keep.includes(lower)) out[key] = value;
-      else {
-        const subs = keep.filter((n) => n.startsWith(`${lower}.`)).map((n) => n.slice(lower.length + 1));
-        if (subs.length > 0 && typeof value === 'object' && value !== null && !Array.isArray(value)) {
-          out[key] = Object.fromEntries(Object.entries(value).filter(([k]) => subs.includes(k.toLowerCase())));
-        } else if (subs.length > 0 && Array.isArray(value)) {
-          out[key] = (value as unknown as Record<string, unknown>[]).map((item) =>
-            Object.fromEntries(Object.entries(item).filter(([k]) => subs.includes(k.toLowerCase()))),
-          );
-        }
-      }
-      continue;
+      else if (subs.length > 0) out[key] = filterSubs(value, (sub) => subs.includes(sub));
+    } else if (!drop.includes(lower)) {
+      const subs = subsOf(drop, lower);
+      out[key] = subs.length > 0 ? filterSubs(value, (sub) => !subs.includes(sub)) : value;
     }
-    if (!ALWAYS.has(lower) && drop.includes(lower)) continue;
-    out[key] = value;
   }
   return out as Partial<T>;
 }

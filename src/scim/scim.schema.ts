@@ -9,10 +9,13 @@ export const ListQuery = Type.Object({
   filter: Type.Optional(Type.String({ maxLength: 2000 })),
   startIndex: Type.Optional(Type.Integer({ description: '1-based; below 1 means 1' })),
   count: Type.Optional(Type.Integer({ description: 'At most 200; negative means 0' })),
-  attributes: Type.Optional(Type.String({ maxLength: 2000 })),
-  excludedAttributes: Type.Optional(Type.String({ maxLength: 2000 })),
+  attributes: Type.Optional(Type.Union([Type.String({ maxLength: 2000 }), Type.Array(Type.String({ maxLength: 2000 }), { maxItems: 50 })])),
+  excludedAttributes: Type.Optional(Type.Union([Type.String({ maxLength: 2000 }), Type.Array(Type.String({ maxLength: 2000 }), { maxItems: 50 })])),
 });
 export type ListQuery = Static<typeof ListQuery>;
+
+/** A resource id in a path: any text (an id that is not ours is a 404, scim.resource.ts scimId). */
+export const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
 export const ResourceBody = Type.Object({}, { additionalProperties: true });
 

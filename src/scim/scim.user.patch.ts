@@ -1,6 +1,6 @@
 import { ScimError } from './scim.error.js';
 import { eachOperation, isObject, type Kind, type PatchOperation } from './scim.patch.js';
-import { ENTERPRISE_USER_SCHEMA, pickValue, scimBoolean, USER_SCHEMA, type UserState } from './scim.user.state.js';
+import { ENTERPRISE_USER_SCHEMA, isStoredEntry, pickValue, scimBoolean, USER_SCHEMA, type UserState } from './scim.user.state.js';
 
 // PATCH of a User (RFC 7644 §3.5.2) on its state (scim.user.state.ts), as the
 // providers send it (docs/scim.md#patch): `op` in any case
@@ -19,21 +19,67 @@ function text(value: unknown, what: string): string {
 }
 
 /** `name[filter].sub`, `name.sub` or `name`, lower-cased, without the core schema's URN. Undefined for the enterprise extension. */
-function splitPath(raw: string): { attribute: string; sub: string | undefined } | undefined {
+function splitPath(raw: string): { attribute: string; filter: string | undefined; sub: string | undefined } | undefined {
   let path = raw.trim();
   if (path.toLowerCase().startsWith(`${ENTERPRISE_USER_SCHEMA.toLowerCase()}:`)) return undefined;
   if (path.toLowerCase().startsWith(`${USER_SCHEMA.toLowerCase()}:`)) path = path.slice(USER_SCHEMA.length + 1);
-  const match = /^([A-Za-z][\w$-]*)(?:\[[^\]]*\])?(?:\.([A-Za-z][\w$-]*))?$/.exec(path);
+  const match = /^([A-Za-z][\w$-]*)(?:\[([^\]]*)\])?(?:\.([A-Za-z][\w$-]*))?$/.exec(path);
   if (!match) throw new ScimError(400, 'invalidPath', `path ${JSON.stringify(raw)} is not an attribute path`);
-  return { attribute: match[1]!.toLowerCase(), sub: match[2]?.toLowerCase() };
+  return { attribute: match[1]!.toLowerCase(), filter: match[2], sub: match[3]?.toLowerCase() };
 }
 
-/** The one value of a multi-valued attribute an operation sets: a string (the path ends in `.value`), an object or an array of them. */
-function multiValued(value: unknown, sub: string | undefined, what: string): string | null {
+/**
+ * Whether a value path's filter (`type eq "work"`, `primary eq true`,
+ * `value eq "..."`) selects the one entry the user's field holds
+ * (isStoredEntry): an operation on a `mobile` phone or a `home` address
+ * leaves the work one alone.
+ */
+function selectsStored(filter: string, attribute: 'emails' | 'phonenumbers', current: string | null): boolean {
+  const match = /^\s*(type|primary|value)\s+eq\s+("([^"]*)"|true|false)\s*$/i.exec(filter);
+  if (!match) throw new ScimError(400, 'invalidFilter', `${attribute}[${filter}]: only type, primary or value eq "..." selects an entry`);
+  const [, field, literal, quoted] = match;
+  const key = field!.toLowerCase();
+  if (key === 'value') return quoted !== undefined && current !== null && quoted.toLowerCase() === current.toLowerCase();
+  return isStoredEntry({ [key]: quoted ?? literal!.toLowerCase() === 'true' }, attribute);
+}
+
+/**
+ * What the field becomes after an operation on its multi-valued attribute,
+ * or undefined when the operation is about entries the field does not hold:
+ * a string (the path ends in `.value`), an entry, or an array of entries
+ * (replace takes the stored entry of the array, or none; add changes the
+ * field only when the array has one).
+ */
+function multiValued(kind: Kind, value: unknown, sub: string | undefined, what: 'emails' | 'phoneNumbers'): string | null | undefined {
   if (sub !== undefined) return value === null ? null : text(value, `${what}.value`);
-  if (Array.isArray(value)) return pickValue(value, what);
-  if (isObject(value)) return value.value === undefined || value.value === null ? null : text(value.value, `${what}.value`);
-  throw new ScimError(400, 'invalidValue', `${what} must be an array of {value, type}`);
+  const list = Array.isArray(value) ? value : isObject(value) ? [value] : undefined;
+  if (!list) throw new ScimError(400, 'invalidValue', `${what} must be an array of {value, type}`);
+  const picked = pickValue(list, what);
+  return picked === null && kind === 'add' ? undefined : picked;
+}
+
+function applyMultiValued(
+  state: UserState,
+  kind: Kind,
+  target: { attribute: string; filter: string | undefined; sub: string | undefined },
+  value: unknown,
+): void {
+  const attribute = target.attribute === 'emails' ? 'emails' : 'phonenumbers';
+  const field = attribute === 'emails' ? 'email' : 'phone';
+  if (target.sub !== undefined && target.sub !== 'value') return;
+  if (target.filter !== undefined && !selectsStored(target.filter, attribute, state[field])) return;
+  if (kind === 'remove') {
+    state[field] = null;
+    return;
+  }
+  // With a filter that selects the stored entry, the value is that entry's (or its `value`'s) new value.
+  const next =
+    target.filter !== undefined && target.sub === undefined && isObject(value)
+      ? value.value === undefined
+        ? state[field]
+        : text(value.value, `${target.attribute}.value`)
+      : multiValued(kind, value, target.sub, attribute === 'emails' ? 'emails' : 'phoneNumbers');
+  if (next !== undefined) state[field] = next;
 }
 
 function apply(state: UserState, kind: Kind, path: string, value: unknown): void {
@@ -63,12 +109,8 @@ function apply(state: UserState, kind: Kind, path: string, value: unknown): void
     case 'name':
       return applyName(state, removing, sub, value);
     case 'emails':
-      if (sub !== undefined && sub !== 'value') return;
-      state.email = removing ? null : multiValued(value, sub, 'emails');
-      return;
     case 'phonenumbers':
-      if (sub !== undefined && sub !== 'value') return;
-      state.phone = removing ? null : multiValued(value, sub, 'phoneNumbers');
+      applyMultiValued(state, kind, target, value);
       return;
     default:
       // Not kept here (or read-only): passed over, see the top of this file.

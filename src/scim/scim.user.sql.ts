@@ -82,8 +82,24 @@ export async function findScimUsers(
 
 const extraColumns = (state: UserState) => ({ external_id: state.externalId, given_name: state.givenName, family_name: state.familyName });
 
+/**
+ * Rule (SCIM writes): a userName is unique among the tenant's live users
+ * regardless of case, as SCIM defines it (RFC 7643 §4.1.1), so a provider's
+ * filter on it never finds two. Checked under the organisation lock the
+ * write then keeps; the REST API's own rule stays exact.
+ */
+async function assertUserNameFree(tx: Tx, tenantId: string, userName: string, except: number | null): Promise<void> {
+  await lockOrganisation(tx, tenantId);
+  const [taken] = await tx<{ id: number }[]>`
+    SELECT user_id::int AS id FROM sys_user
+    WHERE tenant_id = ${tenantId} AND del_flag = '0' AND lower(user_name) = lower(${userName}) AND user_id <> ${except ?? 0}
+    LIMIT 1`;
+  if (taken) throw new ScimError(409, 'uniqueness', `userName "${userName}" is taken (by user ${taken.id}; names are compared without case)`);
+}
+
 /** POST /Users: a new user of role `user`, in no department (membership is the Groups' business). */
 export async function createScimUser(tx: Tx, actor: Caller, state: UserState): Promise<number> {
+  await assertUserNameFree(tx, actor.tenantId, state.userName, null);
   return createUser(
     tx,
     actor,
@@ -117,6 +133,7 @@ export async function patchScimUser(tx: Tx, actor: Caller, id: number, change: (
 async function replaceScimUser(tx: Tx, actor: Caller, current: ScimUserRow, state: UserState, ifMatch?: string): Promise<void> {
   if (current.role === 'superadmin')
     throw new ScimError(403, undefined, `User ${current.id} is the superadmin account and cannot be changed through SCIM`);
+  if (state.userName !== current.userName) await assertUserNameFree(tx, actor.tenantId, state.userName, current.id);
   await updateUser(
     tx,
     actor,

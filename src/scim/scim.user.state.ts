@@ -43,34 +43,55 @@ function optionalString(value: unknown, what: string): string | null {
   return value;
 }
 
-/** The value a multi-valued attribute (emails, phoneNumbers) maps to: the work one, else the primary, else the first. */
-export function pickValue(list: unknown, what: string): string | null {
+const isTrue = (v: unknown) => v === true || (typeof v === 'string' && v.toLowerCase() === 'true');
+
+/**
+ * Whether an entry of `emails` or `phoneNumbers` is the one the user's field
+ * holds: the `work` one (for emails, also the `primary` one), or one that
+ * names no type. A `home`, `mobile` or `fax` entry is not kept here.
+ */
+export function isStoredEntry(entry: Json, attribute: 'emails' | 'phonenumbers'): boolean {
+  const type = typeof entry.type === 'string' ? entry.type.toLowerCase() : undefined;
+  if (type === 'work') return true;
+  if (attribute === 'emails' && isTrue(entry.primary)) return true;
+  return type === undefined;
+}
+
+/** The value the user's field takes from a multi-valued attribute: its work entry, else (emails) its primary one, else an untyped one; null when none. */
+export function pickValue(list: unknown, what: 'emails' | 'phoneNumbers'): string | null {
   if (list === undefined || list === null) return null;
   if (!Array.isArray(list)) throw new ScimError(400, 'invalidValue', `${what} must be an array`);
   const entries = list.filter(isObject);
+  const attribute = what === 'emails' ? 'emails' : 'phonenumbers';
   const chosen =
     entries.find((e) => typeof e.type === 'string' && e.type.toLowerCase() === 'work') ??
-    entries.find((e) => e.primary === true || (typeof e.primary === 'string' && e.primary.toLowerCase() === 'true')) ??
-    entries[0];
+    (attribute === 'emails' ? entries.find((e) => isTrue(e.primary)) : undefined) ??
+    entries.find((e) => isStoredEntry(e, attribute));
   return chosen ? optionalString(chosen.value, `${what}.value`) : null;
 }
 
+/** An object with its keys lower-cased: attribute names are case-insensitive (RFC 7643 §2.1). */
+function lowerKeys(value: Json): Json {
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.toLowerCase(), v]));
+}
+
 /** A POST or PUT body as a state; what the body leaves out takes its default (PUT replaces). */
-export function stateFromBody(body: Json): UserState {
-  const name = isObject(body.name) ? body.name : {};
-  const userName = body.userName;
+export function stateFromBody(sent: Json): UserState {
+  const body = lowerKeys(sent);
+  const name = isObject(body.name) ? lowerKeys(body.name) : {};
+  const userName = body.username;
   if (typeof userName !== 'string') throw new ScimError(400, 'invalidValue', 'userName is required');
   const password = body.password;
   if (password !== undefined && typeof password !== 'string') throw new ScimError(400, 'invalidValue', 'password must be a string');
   return {
     userName,
-    nickName: optionalString(body.displayName, 'displayName') ?? optionalString(name.formatted, 'name.formatted') ?? '',
-    givenName: optionalString(name.givenName, 'name.givenName'),
-    familyName: optionalString(name.familyName, 'name.familyName'),
+    nickName: optionalString(body.displayname, 'displayName') ?? optionalString(name.formatted, 'name.formatted') ?? '',
+    givenName: optionalString(name.givenname, 'name.givenName'),
+    familyName: optionalString(name.familyname, 'name.familyName'),
     email: pickValue(body.emails, 'emails'),
-    phone: pickValue(body.phoneNumbers, 'phoneNumbers'),
+    phone: pickValue(body.phonenumbers, 'phoneNumbers'),
     active: body.active === undefined || body.active === null ? true : scimBoolean(body.active, 'active'),
-    externalId: optionalString(body.externalId, 'externalId'),
+    externalId: optionalString(body.externalid, 'externalId'),
     ...(password === undefined ? {} : { password }),
   };
 }

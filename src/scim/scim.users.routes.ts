@@ -1,5 +1,4 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Type } from '@sinclair/typebox';
 import type { Sql } from '../db/database.js';
 import { transaction } from '../db/retry.js';
 import { requestActor } from '../identity/caller.js';
@@ -12,7 +11,8 @@ import { createScimUser, deleteScimUser, findScimUsers, getScimUser, patchScimUs
 import { checkUserState, ENTERPRISE_USER_SCHEMA, stateFromBody, USER_SCHEMA } from './scim.user.state.js';
 import { applyUserPatch } from './scim.user.patch.js';
 import type { PatchOperation } from './scim.patch.js';
-import { ListQuery, PatchBody, ResourceBody } from './scim.schema.js';
+import { IdParams, ListQuery, PatchBody, ResourceBody } from './scim.schema.js';
+import { matchesIfNoneMatch } from '../core/version.js';
 import { listResponse, pageOf, project, scimId } from './scim.resource.js';
 
 // /scim/v2/Users (docs/scim.md#users): the tenant's users, for the key's
@@ -60,7 +60,7 @@ export async function scimUserRoutes(app: FastifyInstance, { sql }: { sql: Sql }
     const row = await found(request, id);
     reply.header('etag', row.version);
     if (status === 201) reply.header('location', `${base(request)}/Users/${id}`);
-    return sendScim(reply, status, userResource(row, base(request)));
+    return sendScim(reply, status, project(userResource(row, base(request)), request.query as ListQuery));
   };
 
   app.get('/Users', { config: { permission: 'system:user:list' }, schema: { querystring: ListQuery } }, async (request, reply) => {
@@ -74,35 +74,49 @@ export async function scimUserRoutes(app: FastifyInstance, { sql }: { sql: Sql }
 
   app.get(
     '/Users/:id',
-    { config: { permission: 'system:user:query' }, schema: { params: Type.Object({ id: Type.String() }) } },
+    { config: { permission: 'system:user:query' }, schema: { params: IdParams, querystring: ListQuery } },
     async (request, reply) => {
       const row = await found(request, scimId((request.params as { id: string }).id, 'User'));
+      // etag is supported (/ServiceProviderConfig): a client holding the current version gets 304, no body.
+      if (matchesIfNoneMatch(request.headers['if-none-match'], row.version)) return reply.code(304).header('etag', row.version).send();
       reply.header('etag', row.version);
       return sendScim(reply, 200, project(userResource(row, base(request)), request.query as ListQuery));
     },
   );
 
-  app.post('/Users', { config: { permission: 'system:user:add' }, schema: { body: ResourceBody } }, async (request, reply) => {
-    const state = checkUserState(stateFromBody(request.body as Record<string, unknown>));
-    const id = await transaction(sql, (tx) => createScimUser(tx, requestActor(request), state));
-    return answer(request, reply, id, 201);
-  });
+  app.post(
+    '/Users',
+    { config: { permission: 'system:user:add' }, schema: { body: ResourceBody, querystring: ListQuery } },
+    async (request, reply) => {
+      const state = checkUserState(stateFromBody(request.body as Record<string, unknown>));
+      const id = await transaction(sql, (tx) => createScimUser(tx, requestActor(request), state));
+      return answer(request, reply, id, 201);
+    },
+  );
 
-  app.put('/Users/:id', { config: { permission: 'system:user:edit' }, schema: { body: ResourceBody } }, async (request, reply) => {
-    const id = scimId((request.params as { id: string }).id, 'User');
-    const state = checkUserState(stateFromBody(request.body as Record<string, unknown>));
-    await transaction(sql, (tx) => patchScimUser(tx, requestActor(request), id, () => state, ifMatchOf(request)));
-    return answer(request, reply, id, 200);
-  });
+  app.put(
+    '/Users/:id',
+    { config: { permission: 'system:user:edit' }, schema: { body: ResourceBody, querystring: ListQuery } },
+    async (request, reply) => {
+      const id = scimId((request.params as { id: string }).id, 'User');
+      const state = checkUserState(stateFromBody(request.body as Record<string, unknown>));
+      await transaction(sql, (tx) => patchScimUser(tx, requestActor(request), id, () => state, ifMatchOf(request)));
+      return answer(request, reply, id, 200);
+    },
+  );
 
-  app.patch('/Users/:id', { config: { permission: 'system:user:edit' }, schema: { body: PatchBody } }, async (request, reply) => {
-    const id = scimId((request.params as { id: string }).id, 'User');
-    const operations = (request.body as { Operations: PatchOperation[] }).Operations;
-    await transaction(sql, (tx) =>
-      patchScimUser(tx, requestActor(request), id, (current) => checkUserState(applyUserPatch(current, operations)), ifMatchOf(request)),
-    );
-    return answer(request, reply, id, 200);
-  });
+  app.patch(
+    '/Users/:id',
+    { config: { permission: 'system:user:edit' }, schema: { body: PatchBody, querystring: ListQuery } },
+    async (request, reply) => {
+      const id = scimId((request.params as { id: string }).id, 'User');
+      const operations = (request.body as { Operations: PatchOperation[] }).Operations;
+      await transaction(sql, (tx) =>
+        patchScimUser(tx, requestActor(request), id, (current) => checkUserState(applyUserPatch(current, operations)), ifMatchOf(request)),
+      );
+      return answer(request, reply, id, 200);
+    },
+  );
 
   app.delete('/Users/:id', { config: { permission: 'system:user:remove' } }, async (request, reply) => {
     const id = scimId((request.params as { id: string }).id, 'User');

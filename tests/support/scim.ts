@@ -41,6 +41,7 @@ export class ScimClient {
     payload?: string,
     contentType = 'application/scim+json',
     ifMatch?: string,
+    headers: Record<string, string> = {},
   ): Promise<ScimReply> {
     const res = await this.app.inject({
       method,
@@ -50,6 +51,7 @@ export class ScimClient {
         ...(this.as.token ? { authorization: `Bearer ${this.as.token}` } : {}),
         ...(payload === undefined ? {} : { 'content-type': contentType }),
         ...(ifMatch ? { 'if-match': ifMatch } : {}),
+        ...headers,
       },
     });
     return { status: res.statusCode, body: res.body === '' ? undefined : res.json(), headers: res.headers };
