@@ -121,14 +121,15 @@ describe('creating, reading and revoking keys', () => {
     const refused = await client.get('/system/dept-api/list');
     expect(refused.status).toBe(401);
     expect(refused.body).toMatchObject({ code: 401, data: null });
+    // Node 2 read the key before the revoke and keeps it at most 2 s; the bound adds a poll (200 ms) and a loaded machine's request.
     const started = Date.now();
     const onOther = await eventually(
       () => onNode2.get('/system/dept-api/list'),
       (res) => res.status === 401,
-      2_500,
+      3_000,
     );
     expect(onOther.status).toBe(401);
-    expect(Date.now() - started).toBeLessThan(2_500);
+    expect(Date.now() - started).toBeLessThan(3_000);
 
     expect((await p.admin.get(`${API}/${data.id}`)).status).toBe(404);
     expect((await p.admin.delete(`${API}/${data.id}`)).status).toBe(404);
