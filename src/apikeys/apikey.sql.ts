@@ -1,3 +1,4 @@
+import type { PendingQuery, Row } from 'postgres';
 import type { Db, Tx } from '../db/database.js';
 import { pageOf, type PageQuery } from '../db/page.js';
 import { assert } from '../core/app.error.js';
@@ -10,6 +11,8 @@ import type { ApiKey, ApiKeyCreate, ApiKeyCreated } from './apikey.schema.js';
 // API keys (docs/security.md#api-keys): managed by a tenant's admins, looked
 // up by their hash on every request that sends one. Every statement names the
 // tenant: the caller's, or the one the key carries (apikey.token.ts).
+
+type Fragment = PendingQuery<Row[]>;
 
 interface KeyRow {
   id: number;
@@ -83,14 +86,19 @@ export interface FoundApiKey extends TenantState {
   lastUsedTime: Date | null;
 }
 
-/** The key with this hash in `tenantId`, with its tenant chain's state, for every request that sends it (through the session cache). */
-export async function findApiKey(sql: Db, tenantId: string, hash: Buffer): Promise<FoundApiKey | undefined> {
-  const [row] = await sql<FoundApiKey[]>`
+/** A key with its tenant chain's state: the one read behind every judgement of a key. */
+function findKey(sql: Db, tenantId: string, which: Fragment) {
+  return sql<FoundApiKey[]>`
     SELECT k.tenant_id AS "tenantId", k.key_id::int AS id, k.name, k.role, k.expires_at::text AS "expiresAt",
       k.revoke_time IS NOT NULL AS revoked, k.last_used_time AS "lastUsedTime", ${BLOCKING_COLUMNS(sql)}
     FROM sys_api_key k JOIN sys_tenant t ON t.tenant_id = k.tenant_id
     ${BLOCKING_TENANT(sql)}
-    WHERE k.tenant_id = ${tenantId} AND k.key_hash = ${hash}`;
+    WHERE k.tenant_id = ${tenantId} AND ${which}`;
+}
+
+/** The key with this hash in `tenantId`, for every request that sends it (through the session cache). */
+export async function findApiKey(sql: Db, tenantId: string, hash: Buffer): Promise<FoundApiKey | undefined> {
+  const [row] = await findKey(sql, tenantId, sql`k.key_hash = ${hash}`);
   return row;
 }
 
@@ -119,10 +127,6 @@ export function apiKeyProblem(key: Pick<FoundApiKey, 'revoked' | 'expiresAt'>): 
 
 /** Whether the key behind a caller is still honoured: live, unexpired, its tenant chain live (for the long-lived audit stream). */
 export async function apiKeyIsLive(sql: Db, tenantId: string, id: number): Promise<boolean> {
-  const [row] = await sql<(TenantState & { revoked: boolean; expiresAt: string | null })[]>`
-    SELECT k.tenant_id AS "tenantId", k.revoke_time IS NOT NULL AS revoked, k.expires_at::text AS "expiresAt", ${BLOCKING_COLUMNS(sql)}
-    FROM sys_api_key k JOIN sys_tenant t ON t.tenant_id = k.tenant_id
-    ${BLOCKING_TENANT(sql)}
-    WHERE k.tenant_id = ${tenantId} AND k.key_id = ${id}`;
+  const [row] = await findKey(sql, tenantId, sql`k.key_id = ${id}`);
   return Boolean(row && !apiKeyProblem(row) && !tenantProblem(row));
 }

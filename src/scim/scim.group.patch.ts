@@ -1,5 +1,6 @@
 import { ScimError } from './scim.error.js';
 import { DEPT_EXTENSION, GROUP_SCHEMA, memberIds, setExtension, type GroupState } from './scim.group.state.js';
+import { isScimId } from './scim.values.js';
 import { eachOperation, type Kind, type PatchOperation } from './scim.patch.js';
 
 // PATCH of a Group (RFC 7644 §3.5.2) on its state (scim.group.state.ts), as
@@ -14,7 +15,7 @@ function membersInPath(filter: string): number[] {
   return terms.map((term) => {
     const match = /^\s*value\s+eq\s+"([^"]*)"\s*$/i.exec(term);
     if (!match) throw new ScimError(400, 'invalidFilter', `members[${filter}]: only value eq "<id>" (joined with or) selects members`);
-    return Number(/^[1-9][0-9]{0,15}$/.test(match[1]!) ? match[1] : NaN);
+    return Number(isScimId(match[1]!) ? match[1] : NaN);
   });
 }
 

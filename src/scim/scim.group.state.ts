@@ -1,6 +1,7 @@
 import { INT4_MAX, NAME_MAX } from '../core/limits.js';
+import { Email } from '../core/common.schema.js';
 import { ScimError } from './scim.error.js';
-import { isObject } from './scim.patch.js';
+import { isAddress, isObject, isPhone, isScimId, lowerKeys, optionalString } from './scim.values.js';
 
 // A SCIM Group as the department fields it maps to (docs/scim.md#groups):
 // read from a POST or PUT body, changed by PATCH (scim.group.patch.ts),
@@ -34,7 +35,7 @@ const invalid = (detail: string): never => {
 /** An id as SCIM sends it (a string, sometimes a number). */
 function idValue(value: unknown, what: string): number {
   const text = typeof value === 'number' ? String(value) : value;
-  if (typeof text !== 'string' || !/^[1-9][0-9]{0,15}$/.test(text)) return invalid(`${what} must be the id of a resource of this tenant`);
+  if (typeof text !== 'string' || !isScimId(text)) return invalid(`${what} must be the id of a resource of this tenant`);
   return Number(text);
 }
 
@@ -49,12 +50,6 @@ export function memberIds(value: unknown): number[] {
   if (value === undefined || value === null) return [];
   const list = Array.isArray(value) ? value : [value];
   return list.map((m) => idValue(isObject(m) ? m.value : m, 'members.value'));
-}
-
-function optionalString(value: unknown, what: string): string | null {
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'string') return invalid(`${what} must be a string`);
-  return value;
 }
 
 /** One attribute of the department extension set on `state`, from its name (any case). */
@@ -93,8 +88,7 @@ export function setExtension(state: GroupState, name: string, value: unknown): v
 
 /** A POST or PUT body as a state; what the body leaves out takes its default (PUT replaces). */
 export function groupFromBody(sent: Json): GroupState {
-  // Attribute names are case-insensitive (RFC 7643 §2.1).
-  const body = Object.fromEntries(Object.entries(sent).map(([k, v]) => [k.toLowerCase(), v]));
+  const body = lowerKeys(sent);
   const displayName = body.displayname;
   if (typeof displayName !== 'string') return invalid('displayName is required');
   const state: GroupState = {
@@ -118,10 +112,8 @@ export function groupFromBody(sent: Json): GroupState {
 
 /** Members one group may have through SCIM. */
 const MAX_MEMBERS = 1000;
-const EMAIL = /^[^\s@]+@[^\s@]+$/;
-/** A department's email column (varchar(50)): only a user's email was widened. */
-const DEPT_EMAIL_MAX = 50;
-const PHONE = /^[0-9 +-]*$/;
+/** A department's email, as the REST API takes it (its column was not widened; a user's was). */
+const DEPT_EMAIL_MAX = Email.maxLength!;
 
 /** The limits of the department fields, as SCIM errors (400 invalidValue); the rules (sibling names, cycles, depth) are the write paths'. */
 export function checkGroupState(state: GroupState): GroupState {
@@ -130,8 +122,8 @@ export function checkGroupState(state: GroupState): GroupState {
   if (state.externalId !== null && state.externalId.length > 255) invalid('externalId must be at most 255 characters');
   if (state.orderNum < 0 || state.orderNum > INT4_MAX) invalid(`orderNum must be 0 to ${INT4_MAX}`);
   if (state.leader !== null && state.leader.length > 20) invalid('leader must be at most 20 characters');
-  if (state.phone !== null && (state.phone.length > 20 || !PHONE.test(state.phone))) invalid('phone: at most 20 digits, spaces, + and -');
-  if (state.email !== null && (state.email.length > DEPT_EMAIL_MAX || !EMAIL.test(state.email)))
+  if (state.phone !== null && !isPhone(state.phone)) invalid('phone: at most 20 digits, spaces, + and -');
+  if (state.email !== null && (state.email.length > DEPT_EMAIL_MAX || !isAddress(state.email)))
     invalid(`email "${state.email}" is not an address of at most 50 characters`);
   // Each member's move is its own write under the tenant's lock: a bound keeps one request from holding it for long.
   if (state.members.length > MAX_MEMBERS) invalid(`at most ${MAX_MEMBERS} members in one group`);

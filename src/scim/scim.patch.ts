@@ -1,4 +1,5 @@
 import { ScimError } from './scim.error.js';
+import { isObject } from './scim.values.js';
 
 // What a PATCH request (RFC 7644 §3.5.2) is, whatever resource it changes:
 // its operations, their kind in any case (Entra ID writes "Replace"), and a
@@ -12,9 +13,6 @@ export interface PatchOperation {
 }
 
 export type Kind = 'add' | 'replace' | 'remove';
-
-/** A JSON object (not an array, not null). */
-export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function kindOf(op: unknown): Kind {
   const kind = typeof op === 'string' ? op.toLowerCase() : '';

@@ -1,4 +1,5 @@
 import { ScimError } from './scim.error.js';
+import { isScimId } from './scim.values.js';
 import type { ListQuery } from './scim.schema.js';
 
 // What every SCIM resource type shares (RFC 7644 §3.4.2): its id in a path,
@@ -12,7 +13,7 @@ const DEFAULT_COUNT = 100;
 
 /** A resource id from a path: our ids are decimal; anything else names no resource (404, as an unknown id). */
 export function scimId(raw: string, what: string): number {
-  if (!/^[1-9][0-9]{0,15}$/.test(raw)) throw new ScimError(404, undefined, `${what} ${raw} not found`);
+  if (!isScimId(raw)) throw new ScimError(404, undefined, `${what} ${raw} not found`);
   return Number(raw);
 }
 

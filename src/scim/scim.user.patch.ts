@@ -1,6 +1,7 @@
 import { ScimError } from './scim.error.js';
-import { eachOperation, isObject, type Kind, type PatchOperation } from './scim.patch.js';
-import { ENTERPRISE_USER_SCHEMA, isStoredEntry, pickValue, scimBoolean, USER_SCHEMA, type UserState } from './scim.user.state.js';
+import { eachOperation, type Kind, type PatchOperation } from './scim.patch.js';
+import { isObject, scimBoolean } from './scim.values.js';
+import { ENTERPRISE_USER_SCHEMA, isStoredEntry, pickValue, USER_SCHEMA, type UserState } from './scim.user.state.js';
 
 // PATCH of a User (RFC 7644 §3.5.2) on its state (scim.user.state.ts), as the
 // providers send it (docs/scim.md#patch): `op` in any case

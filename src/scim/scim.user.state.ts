@@ -1,6 +1,6 @@
 import { EMAIL_MAX, NAME_MAX, USER_NAME_MAX } from '../core/limits.js';
 import { ScimError } from './scim.error.js';
-import { isObject } from './scim.patch.js';
+import { isAddress, isObject, isPhone, lowerKeys, optionalString, scimBoolean } from './scim.values.js';
 
 // A SCIM User as the fields it maps to (docs/scim.md#users): read from a
 // POST or PUT body, changed by PATCH operations (scim.patch.ts), checked, then
@@ -15,9 +15,9 @@ export interface UserState {
   nickName: string;
   givenName: string | null;
   familyName: string | null;
-  /** emails[type work], else the primary one, else the first. */
+  /** emails: the work one, else the primary one, else one with no type (isStoredEntry). */
   email: string | null;
-  /** phoneNumbers[type work], else the primary one, else the first. */
+  /** phoneNumbers: the work one, else one with no type (isStoredEntry). */
   phone: string | null;
   active: boolean;
   externalId: string | null;
@@ -26,22 +26,6 @@ export interface UserState {
 }
 
 type Json = Record<string, unknown>;
-
-/**
- * A SCIM boolean: true/false, or the strings Entra ID sends ("True",
- * "False", in any case).
- */
-export function scimBoolean(value: unknown, what: string): boolean {
-  if (typeof value === 'boolean') return value;
-  if (typeof value === 'string' && /^(true|false)$/i.test(value)) return value.toLowerCase() === 'true';
-  throw new ScimError(400, 'invalidValue', `${what} must be a boolean`);
-}
-
-function optionalString(value: unknown, what: string): string | null {
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'string') throw new ScimError(400, 'invalidValue', `${what} must be a string`);
-  return value;
-}
 
 const isTrue = (v: unknown) => v === true || (typeof v === 'string' && v.toLowerCase() === 'true');
 
@@ -70,11 +54,6 @@ export function pickValue(list: unknown, what: 'emails' | 'phoneNumbers'): strin
   return chosen ? optionalString(chosen.value, `${what}.value`) : null;
 }
 
-/** An object with its keys lower-cased: attribute names are case-insensitive (RFC 7643 §2.1). */
-function lowerKeys(value: Json): Json {
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.toLowerCase(), v]));
-}
-
 /** A POST or PUT body as a state; what the body leaves out takes its default (PUT replaces). */
 export function stateFromBody(sent: Json): UserState {
   const body = lowerKeys(sent);
@@ -96,9 +75,6 @@ export function stateFromBody(sent: Json): UserState {
   };
 }
 
-const EMAIL = /^[^\s@]+@[^\s@]+$/;
-const PHONE = /^[0-9 +-]*$/;
-
 /** The limits of the columns and of the REST API's user fields, as SCIM errors (400 invalidValue). */
 export function checkUserState(state: UserState): UserState {
   const fail = (detail: string): never => {
@@ -115,8 +91,8 @@ export function checkUserState(state: UserState): UserState {
   ] as const) {
     if (value !== null && value.length > 255) fail(`${what} must be at most 255 characters`);
   }
-  if (state.email !== null && (state.email.length > EMAIL_MAX || !EMAIL.test(state.email))) fail(`emails value "${state.email}" is not an address`);
-  if (state.phone !== null && (state.phone.length > 20 || !PHONE.test(state.phone))) fail('phoneNumbers value: at most 20 digits, spaces, + and -');
+  if (state.email !== null && (state.email.length > EMAIL_MAX || !isAddress(state.email))) fail(`emails value "${state.email}" is not an address`);
+  if (state.phone !== null && !isPhone(state.phone)) fail('phoneNumbers value: at most 20 digits, spaces, + and -');
   if (state.password !== undefined && (state.password.length < 8 || state.password.length > 128)) fail('password must be 8 to 128 characters');
   return state;
 }
