@@ -1,20 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, createdId, type TestApp } from './support/app.js';
 import type { Provisioned } from './support/tenant-fixtures.js';
-import { ScimClient, scimTenant } from './support/scim.js';
+import { ScimClient, URN, scimTenant } from './support/scim.js';
 
 // SCIM discovery through HTTP (docs/scim.md#discovery): /ServiceProviderConfig,
 // /ResourceTypes and /Schemas say what the service does, and the User schema
 // declares every attribute a real user is answered with (walked key by key,
 // so the schema and scim.users.routes.ts cannot drift apart).
 
-const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
-const ENTERPRISE = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
-const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
-const DEPT = 'urn:ietf:params:scim:schemas:extension:dept:2.0:Group';
-const LIST = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
-const ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
 const CHARACTERISTICS = ['name', 'type', 'multiValued', 'description', 'required', 'caseExact', 'mutability', 'returned', 'uniqueness'];
+
+const { user: USER, enterprise: ENTERPRISE, group: GROUP, dept: DEPT, list: LIST, error: ERROR } = URN;
 
 let t: TestApp;
 let tenant: Provisioned;

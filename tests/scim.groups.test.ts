@@ -1,16 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from './support/app.js';
 import { provisionTenant, type Provisioned } from './support/tenant-fixtures.js';
-import { ScimClient, scimTenant } from './support/scim.js';
+import { ScimClient, URN, scimTenant } from './support/scim.js';
 import { expectTreeInvariants } from './support/invariants.js';
 
 // SCIM Groups through HTTP (docs/scim.md#groups): the tenant's departments,
 // the department extension, members as the users whose department it is,
 // and every department rule of the REST API, as SCIM errors.
 
-const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
-const DEPT = 'urn:ietf:params:scim:schemas:extension:dept:2.0:Group';
-const ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
+const { group: GROUP, dept: DEPT, error: ERROR } = URN;
 
 let t: TestApp;
 let tenant: Provisioned;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestApp } from './support/app.js';
 import type { Provisioned } from './support/tenant-fixtures.js';
-import { ScimClient, scimTenant } from './support/scim.js';
+import { ScimClient, URN, scimTenant } from './support/scim.js';
 
 // The request sequences Okta and Microsoft Entra ID send (docs/scim.md),
 // replayed through HTTP with the bodies their documentation shows: Okta's
@@ -13,10 +13,7 @@ import { ScimClient, scimTenant } from './support/scim.js';
 // removal, pathless replace with dotted keys), the flag itself arriving as a
 // query parameter on every request.
 
-const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
-const ENTERPRISE = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
-const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
-const LIST = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
+const { user: USER, enterprise: ENTERPRISE, group: GROUP, list: LIST } = URN;
 
 let t: TestApp;
 let tenant: Provisioned;

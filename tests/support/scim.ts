@@ -7,7 +7,16 @@ import { provisionTenant, type Provisioned } from './tenant-fixtures.js';
 // app.inject, as an identity provider sends them (application/scim+json,
 // a Bearer API key), answers parsed from JSON.
 
-const PATCH = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
+/** The URNs the tests write and expect, spelt out here rather than taken from src/, so a misspelt one there fails. */
+export const URN = {
+  user: 'urn:ietf:params:scim:schemas:core:2.0:User',
+  enterprise: 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User',
+  group: 'urn:ietf:params:scim:schemas:core:2.0:Group',
+  dept: 'urn:ietf:params:scim:schemas:extension:dept:2.0:Group',
+  error: 'urn:ietf:params:scim:api:messages:2.0:Error',
+  list: 'urn:ietf:params:scim:api:messages:2.0:ListResponse',
+  patch: 'urn:ietf:params:scim:api:messages:2.0:PatchOp',
+};
 
 export interface ScimReply {
   status: number;
@@ -68,7 +77,7 @@ export class ScimClient {
   }
   /** A PatchOp body with these Operations. */
   patch(path: string, operations: unknown[], ifMatch?: string) {
-    return this.raw('PATCH', path, JSON.stringify({ schemas: [PATCH], Operations: operations }), undefined, ifMatch);
+    return this.raw('PATCH', path, JSON.stringify({ schemas: [URN.patch], Operations: operations }), undefined, ifMatch);
   }
   delete(path: string, ifMatch?: string) {
     return this.raw('DELETE', path, undefined, undefined, ifMatch);

@@ -108,9 +108,12 @@ function skipQuoted(text: string, i: number): number {
   return text.length;
 }
 
-/** Whether the whole of `text` is one parenthesised group. */
-function wrapped(text: string): boolean {
-  if (!text.startsWith('(') || !text.endsWith(')')) return false;
+/**
+ * Walks `text` outside quoted literals and identifiers, calling `visit` with
+ * each position and the parenthesis depth before that character; `visit`
+ * returning false stops the walk.
+ */
+function walkUnquoted(text: string, visit: (i: number, depth: number) => boolean | void): void {
   let depth = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text[i];
@@ -118,10 +121,22 @@ function wrapped(text: string): boolean {
       i = skipQuoted(text, i) - 1;
       continue;
     }
+    if (visit(i, depth) === false) return;
     if (c === '(') depth++;
-    if (c === ')' && --depth === 0 && i < text.length - 1) return false;
+    else if (c === ')') depth--;
   }
-  return true;
+}
+
+/** Whether the whole of `text` is one parenthesised group. */
+function wrapped(text: string): boolean {
+  if (!text.startsWith('(') || !text.endsWith(')')) return false;
+  let whole = true;
+  // The group opened at 0 closes where the depth before a ')' is 1; anywhere but the end, it is not one group.
+  walkUnquoted(text, (i, depth) => {
+    if (text[i] === ')' && depth === 1 && i < text.length - 1) whole = false;
+    return whole;
+  });
+  return whole;
 }
 
 /** The top-level AND-ed parts of a deparsed condition; an OR or NOT stays one part. */
@@ -129,21 +144,13 @@ export function conjuncts(condition: string): string[] {
   let text = condition.trim();
   while (wrapped(text)) text = text.slice(1, -1).trim();
   const parts: string[] = [];
-  let depth = 0;
   let start = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (c === "'" || c === '"') {
-      i = skipQuoted(text, i) - 1;
-      continue;
-    }
-    if (c === '(') depth++;
-    else if (c === ')') depth--;
-    else if (depth === 0 && text.startsWith(' AND ', i)) {
+  walkUnquoted(text, (i, depth) => {
+    if (depth === 0 && text.startsWith(' AND ', i)) {
       parts.push(text.slice(start, i));
       start = i + 5;
     }
-  }
+  });
   parts.push(text.slice(start));
   return parts.length === 1 ? [text] : parts.flatMap(conjuncts);
 }
