@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, type TestApp } from './support/app.js';
 import { provisionTenant, type Provisioned } from './support/tenant-fixtures.js';
-import { ScimClient, scimTenant } from './support/scim.js';
+import { ScimClient, URN, scimTenant } from './support/scim.js';
 
 // SCIM Users through HTTP (docs/scim.md#users): the tenant's users, for an
 // admin API key of that tenant; create, read, filter, page, project,
@@ -9,8 +9,7 @@ import { ScimClient, scimTenant } from './support/scim.js';
 // refuses a caller. Okta's and Entra ID's own request sequences:
 // tests/scim.providers.test.ts.
 
-const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
-const ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
+const { user: USER, error: ERROR } = URN;
 
 let t: TestApp;
 let tenant: Provisioned;
@@ -272,6 +271,26 @@ describe('SCIM Users', () => {
     expect((await scim.get(`/Users/${created.id}`)).status).toBe(404);
     expect((await scim.delete(`/Users/${created.id}`)).status).toBe(404);
     expect((await scim.get('/Users/not-a-number')).status).toBe(404);
+  });
+});
+
+describe('paging', () => {
+  it('answers at most 200 resources a page, reads startIndex below 1 as 1 and a negative count as 0', async () => {
+    const big = await provisionTenant(t, t.root);
+    const bigScim = await ScimClient.forTenant(t, big.admin);
+    // Written directly, as another program might: 201 users besides the admin.
+    await t.sql`
+      INSERT INTO sys_user (tenant_id, user_name, role, password_hash, create_by)
+      SELECT ${big.tenant.tenantId}, 'bulk' || g, 'user', '!', 'test' FROM generate_series(1, 201) g`;
+    const capped = await bigScim.get('/Users?count=500');
+    expect(capped.body).toMatchObject({ totalResults: 202, startIndex: 1, itemsPerPage: 200 });
+    expect(capped.body.Resources).toHaveLength(200);
+    const ids = capped.body.Resources.map((r: any) => Number(r.id));
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    const rest = await bigScim.get('/Users?startIndex=201&count=500');
+    expect(rest.body).toMatchObject({ startIndex: 201, itemsPerPage: 2 });
+    expect((await bigScim.get('/Users?startIndex=0&count=1')).body).toMatchObject({ startIndex: 1, itemsPerPage: 1 });
+    expect((await bigScim.get('/Users?count=-5')).body).toMatchObject({ totalResults: 202, itemsPerPage: 0, Resources: [] });
   });
 });
 
