@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, buildTestApp, Client, createdId, createUserAndLogin, type TestApp } from './support/app.js';
 import { createTenantWithAdmin } from './support/tenants.js';
 import { purgeAudit } from '../src/audit/audit.sql.js';
+import { diff, values, type RowImage } from '../src/audit/audit.record.js';
 
 // docs/api-rules.md#audit-trail-and-change-feed: one record per change, in the change's transaction; the
 // list with its filters and tenant-hierarchy visibility; the cursor feed;
@@ -105,6 +106,26 @@ describe('records of department writes', () => {
     );
     // A delete carries the old values.
     expect(removed.records.find((r) => r.entityId === String(deptId))!.changes).toMatchObject({ deptName: 'Sales EU', parentId: other });
+  });
+
+  it("records made in the write's statement (audit_values, audit_diff) say what values() and diff() say", async () => {
+    // The department writes compute `changes` in SQL; every other write in JS. Same rules, both ways:
+    // API names, no secrets, no bookkeeping columns, just the fields that differ.
+    const { admin, rootDeptId } = await createTenantWithAdmin(t);
+    await admin.post('/system/dept-api', { parentId: rootDeptId, deptName: 'Compared', phone: '123' });
+    const images = await t.sql<{ image: RowImage }[]>`
+      (SELECT to_jsonb(d) AS image FROM sys_dept d WHERE dept_name = 'Compared' LIMIT 1)
+      UNION ALL (SELECT to_jsonb(u) FROM sys_user u ORDER BY user_id LIMIT 2)
+      UNION ALL SELECT '{"api_token": "t", "client_secret": "s", "some_hash": "h", "update_by": "x", "del_flag": "0", "a_b_c": [1, {"x": null}], "n": null}'::jsonb`;
+    expect(images).toHaveLength(4);
+    for (const [i, { image }] of images.entries()) {
+      const other = images[(i + 1) % images.length]!.image;
+      const [sql] = await t.sql<{ values: unknown; diff: unknown }[]>`
+        SELECT audit_values(${JSON.stringify(image)}::text::jsonb) AS values,
+          audit_diff(${JSON.stringify(other)}::text::jsonb, ${JSON.stringify(image)}::text::jsonb) AS diff`;
+      expect(sql!.values).toEqual(values(image));
+      expect(sql!.diff).toEqual(diff(other, image));
+    }
   });
 
   it('a refused write records nothing (404, 409, 400)', async () => {

@@ -184,7 +184,7 @@ describe('a chart of over 1 MiB', () => {
 
 describe('ChartCache', () => {
   it('stays within its byte budget, evicts the least recently used, keeps one version per chart', async () => {
-    const tree = await new ChartCache(2 ** 20).get(t.appSql, tenantId, 0, 'tree', {});
+    const tree = await new ChartCache(2 ** 20).get(t.appSql, tenantId, '0', 'tree', {});
     const budget = Math.floor(tree.bytes * 2.5);
     const cache = new ChartCache(budget);
     const version = await chartVersion(t.appSql, tenantId);
@@ -203,7 +203,7 @@ describe('ChartCache', () => {
     expect(cache.size.entries).toBe(2);
     // A chart larger than the whole budget is served but not kept.
     const tiny = new ChartCache(10);
-    expect((await tiny.get(t.appSql, tenantId, 0, 'tree', {})).bytes).toBeGreaterThan(10);
+    expect((await tiny.get(t.appSql, tenantId, '0', 'tree', {})).bytes).toBeGreaterThan(10);
     expect(tiny.size).toEqual({ entries: 0, bytes: 0 });
   });
 });

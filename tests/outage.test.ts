@@ -158,14 +158,14 @@ describe.skipIf(!inject('databaseUrl'))('a PostgreSQL that stops answering', () 
 
   it('a write cut off mid-transaction by the freeze leaves nothing half-written', async () => {
     // A tenant create with its admin is several statements: tenant row, then
-    // (under the new tenant's organisation lock) its department and user. The
-    // test holds that lock, so the transaction stops after the tenant row;
-    // then the database freezes and the lock is released.
+    // its department, then (under the new tenant's users lock) its admin user.
+    // The test holds that lock, so the transaction stops after the tenant row
+    // and its department; then the database freezes and the lock is released.
     const [seq] = await direct.sql<{ lastValue: number; isCalled: boolean }[]>`
       SELECT last_value AS "lastValue", is_called AS "isCalled" FROM sys_tenant_code_seq`;
     const nextCode = String(seq!.isCalled ? seq!.lastValue + 1 : seq!.lastValue);
     const held = await direct.sql.reserve();
-    await held`SELECT pg_advisory_lock(${LOCK.organisation}, hashtext(${nextCode}))`;
+    await held`SELECT pg_advisory_lock(${LOCK.users}, hashtext(${nextCode}))`;
     const companyName = `Cut off ${Date.now()}`;
     const pending = timed('POST', '/system/tenant-api', {
       tenantName: 'Cut',
@@ -183,7 +183,7 @@ describe.skipIf(!inject('databaseUrl'))('a PostgreSQL that stops answering', () 
       .toBe(1);
     proxy.freeze();
     try {
-      await held`SELECT pg_advisory_unlock(${LOCK.organisation}, hashtext(${nextCode}))`;
+      await held`SELECT pg_advisory_unlock(${LOCK.users}, hashtext(${nextCode}))`;
       expect503(await pending);
     } finally {
       held.release();

@@ -1,3 +1,4 @@
+import type postgres from 'postgres';
 import type { Db } from '../db/database.js';
 import type { Actor } from '../identity/caller.js';
 
@@ -76,6 +77,24 @@ export function diff(before: RowImage, after: RowImage): Changes {
  * Nothing in the service (configuration, HTTP) can reach this.
  */
 export const auditSwitch = { enabled: true };
+
+/**
+ * The record of a write as one more data-modifying CTE of the write's own
+ * statement (`WITH changed AS (UPDATE ... RETURNING *) ${auditRecords(...)} SELECT ...`),
+ * so it costs no round trip of its own. `source` is a query over the
+ * statement's earlier CTEs giving one (entity_id, changes) row per record,
+ * `changes` made in SQL by audit_values() or audit_diff()
+ * (sql/010_concurrent_writes.sql), the rules of values() and diff() above.
+ * The records are the actor's tenant's; empty when the bench switch is off.
+ */
+export function auditRecords(db: Db, actor: Actor, action: AuditAction, entityType: EntityType, source: postgres.PendingQuery<postgres.Row[]>) {
+  if (!auditSwitch.enabled) return db``;
+  return db`, audit_records AS (
+    INSERT INTO audit_log (tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, request_id, ip, changes)
+    SELECT ${actor.tenantId}, ${actor.userName}, ${actor.userTenantId ?? actor.tenantId}, ${action}, ${entityType},
+           r.entity_id::text, ${actor.requestId ?? null}, ${actor.ip ?? null}, r.changes
+    FROM (${source}) AS r(entity_id, changes))`;
+}
 
 /** Writes the records of one change, in one statement per tenant whose data changed (in practice one), on `db` (the change's transaction). */
 export async function recordAudit(db: Db, actor: Actor, entries: AuditEntry[]): Promise<void> {

@@ -10,8 +10,8 @@ import { assert } from './app.error.js';
  * column to keep in step, and bookkeeping writes cannot disturb it.
  *
  * `If-Match` on PUT and single-id DELETE is checked inside the write's
- * transaction, after the write has locked the record (organisation lock or
- * row lock), so of two writes sent with the same ETag the second sees the
+ * transaction, after the write has locked the record (a row lock, or the users
+ * lock), so of two writes sent with the same ETag the second sees the
  * first's result and is refused with 412. `*` matches any live record.
  * Without If-Match a write behaves as before (RuoYi clients do not send it).
  */

@@ -4,17 +4,19 @@ import type { Tx } from './database.js';
 export const LOCK = {
   migrations: 7_100,
   bootstrap: 7_101,
-  /** Per tenant: department and user writes (tree shape, user placement, account quota). */
-  organisation: 7_102,
+  /** Per tenant: user writes (account quota, SCIM userName and group membership). */
+  users: 7_102,
 } as const;
 
 /**
- * Serialises the writes that change one tenant's organisation: department
- * creates, moves and deletes, and user writes. Two opposite moves, a create
- * under a department being deleted, or two user creates racing for the last
- * account all become one-after-the-other, so no interleaving can produce a
- * cycle, an orphan or an account over quota. Released at commit or rollback.
+ * Serialises one tenant's user writes: two creates racing for the last
+ * account become one-after-the-other, so the quota's count is never stale,
+ * and a SCIM write reads the users it then changes (a group's members, a
+ * name compared without case) with nobody changing them meanwhile. Released
+ * at commit or rollback. Department writes do not take it: they lock the
+ * rows their rules read (src/depts/dept.rules.ts), and a user placed in a
+ * department share-locks that department (src/users/user.rules.ts).
  */
-export async function lockOrganisation(tx: Tx, tenantId: string): Promise<void> {
-  await tx`SELECT pg_advisory_xact_lock(${LOCK.organisation}, hashtext(${tenantId}))`;
+export async function lockUsers(tx: Tx, tenantId: string): Promise<void> {
+  await tx`SELECT pg_advisory_xact_lock(${LOCK.users}, hashtext(${tenantId}))`;
 }

@@ -9,9 +9,17 @@ import { deadlineCuts } from './deadline.js';
  * - a transaction whose connection died after its COMMIT was sent may or may
  *   not have committed: never retried, answered 503 (CommitOutcomeUnknown);
  *   unless it was READ ONLY, whose outcome changes nothing: run once more.
+ * - a transaction PostgreSQL rolled back to break a deadlock is run again
+ *   (a few times): the rows it waited for are then free or changed, and it
+ *   answers from what the other write left (docs/architecture.md, row locks).
  * Everything else a database can throw is the request's answer as it is.
  * A second attempt waits a moment first (pauseBeforeRetry).
  */
+
+/** deadlock_detected: this transaction was chosen to be rolled back whole. */
+const DEADLOCK = '40P01';
+/** Attempts a write gets when it keeps being a deadlock's victim; then 503. */
+const DEADLOCK_ATTEMPTS = 5;
 
 /**
  * The connection is gone (closed, reset, cut by the statement deadline, the
@@ -95,6 +103,8 @@ const UNAVAILABLE = new Set([
   '57014',
   // read_only_sql_transaction: the server we reached is (now) a standby, in a failover's first seconds.
   '25006',
+  // A write that was a deadlock's victim DEADLOCK_ATTEMPTS times in a row.
+  DEADLOCK,
   'COMMIT_OUTCOME_UNKNOWN',
 ]);
 
@@ -158,8 +168,9 @@ function applySettings(tx: Tx): void {
  */
 export async function transaction<T>(sql: Sql, work: (tx: Tx) => Promise<T>, mode = ''): Promise<T> {
   const readOnly = /\bread only\b/i.test(mode);
+  let deadlocks = 0;
   for (let attempt = 1; ; attempt++) {
-    if (attempt > 1) await pauseBeforeRetry();
+    if (attempt > 1 + deadlocks) await pauseBeforeRetry();
     let committing = false;
     const cuts = deadlineCuts();
     try {
@@ -176,10 +187,16 @@ export async function transaction<T>(sql: Sql, work: (tx: Tx) => Promise<T>, mod
         return result;
       })) as T;
     } catch (err) {
+      // Rolled back whole by the server, connection intact: nothing of it stayed.
+      if (codeOf(err) === DEADLOCK && fromServer(err) && ++deadlocks < DEADLOCK_ATTEMPTS) {
+        // A moment, different for each victim, so the winner finishes before the victims meet again.
+        await new Promise((resolve) => setTimeout(resolve, 5 + Math.random() * 20 * deadlocks));
+        continue;
+      }
       if (!isConnectionLost(err)) throw err;
       // A read-only transaction changed nothing, committed or not.
       if (committing && !readOnly) throw new CommitOutcomeUnknown(err);
-      if (attempt > 1) secondAttemptFailed(err);
+      if (attempt > 1 + deadlocks) secondAttemptFailed(err);
       if (!worthRetrying(err, cuts)) throw err;
     }
   }

@@ -7,11 +7,12 @@ import { transaction } from '../db/retry.js';
 import { cacheCounts, type CacheCounts } from '../core/cache.counts.js';
 
 // The organisation chart (dept `list` and `tree`) as cached, pre-serialised
-// envelopes. Every department write bumps its tenant's version in the same
-// transaction (triggers in sql/005_dept_chart_version.sql), so a read costs one
-// version lookup; the bytes of a (tenant, version, query) are built once, from
-// the same snapshot as the version, and reused until evicted. Versions are
-// unique per write (a sequence), so an ETag names exactly one chart.
+// envelopes. Every department write moves its tenant's version on in the same
+// transaction (triggers in sql/005_dept_chart_version.sql, made a vector of
+// slots in sql/010_concurrent_writes.sql so writes do not queue on it), so a
+// read costs one version lookup; the bytes of a (tenant, version, query) are
+// built once, from the same snapshot as the version, and reused until evicted.
+// Equal versions mean equal charts, so an ETag names exactly one chart.
 
 export type ChartKind = 'list' | 'tree';
 
@@ -22,10 +23,15 @@ export interface Chart {
   bytes: number;
 }
 
-/** The tenant's current chart version; 0 until its departments are first written. */
-export async function chartVersion(sql: Db, tenantId: string): Promise<number> {
-  const [row] = await sql<{ version: number }[]>`SELECT version FROM dept_chart_version WHERE tenant_id = ${tenantId}`;
-  return row?.version ?? 0;
+/**
+ * The tenant's current chart version: its slots' values (each a sequence
+ * value written by the last write through that slot), as one text; "0"
+ * until its departments are first written.
+ */
+export async function chartVersion(sql: Db, tenantId: string): Promise<string> {
+  const [row] = await sql<{ version: string | null }[]>`
+    SELECT string_agg(slot || ':' || version, ',' ORDER BY slot) AS version FROM dept_chart_version WHERE tenant_id = ${tenantId}`;
+  return row?.version ?? '0';
 }
 
 /** A stable text for the filters, in one order, so equal queries share one entry. */
@@ -33,12 +39,12 @@ function queryKey(kind: ChartKind, query: DeptListQuery): string {
   return kind === 'tree' ? 'tree' : `list:${JSON.stringify([query.deptName ?? null, query.status ?? null, query.parentId ?? null])}`;
 }
 
-export function chartEtag(tenantId: string, version: number, kind: ChartKind, query: DeptListQuery): string {
+export function chartEtag(tenantId: string, version: string, kind: ChartKind, query: DeptListQuery): string {
   const hash = createHash('sha1')
-    .update(`${tenantId}\0${queryKey(kind, query)}`)
+    .update(`${tenantId}\0${queryKey(kind, query)}\0${version}`)
     .digest('base64url')
-    .slice(0, 12);
-  return `"dc${version}-${hash}"`;
+    .slice(0, 22);
+  return `"dc-${hash}"`;
 }
 
 // ---------------------------------------------------------------- serialisation
@@ -158,7 +164,7 @@ async function buildChart(
   tenantId: string,
   kind: ChartKind,
   query: DeptListQuery,
-): Promise<{ version: number; body: Buffer[]; bytes: number }> {
+): Promise<{ version: string; body: Buffer[]; bytes: number }> {
   return transaction(
     sql,
     async (tx) => {
@@ -219,7 +225,7 @@ export class ChartCache {
     private readonly counts: CacheCounts = cacheCounts(),
   ) {}
 
-  async get(sql: Sql, tenantId: string, version: number, kind: ChartKind, query: DeptListQuery): Promise<Chart> {
+  async get(sql: Sql, tenantId: string, version: string, kind: ChartKind, query: DeptListQuery): Promise<Chart> {
     const chart = `${tenantId}\0${queryKey(kind, query)}`;
     const key = `${chart}\0${version}`;
     const found = this.entries.get(key);

@@ -12,7 +12,8 @@ const levelOf = (ancestors: string) => ancestors.split(',').length;
  * department lands one level under its parent (level 1 without one); for a
  * move the levels of its live subtree come along, so the deepest descendant
  * is measured by walking the subtree (children index, one statement).
- * Callers hold the organisation lock, so the subtree cannot grow meanwhile.
+ * Callers hold the moved subtree's locks (lockSubtree), so it cannot grow
+ * meanwhile, and the new parent's share lock, so its level cannot change.
  */
 export async function assertDepthFits(
   tx: Tx,

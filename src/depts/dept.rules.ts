@@ -1,11 +1,25 @@
 import type { Tx } from '../db/database.js';
 import { assert } from '../core/app.error.js';
 import { NAME_MAX } from '../core/limits.js';
-import type { RowImage } from '../audit/audit.record.js';
 
 // The department rules (docs/api-rules.md#departments), one function each,
 // with the SQL that checks it. The writes in dept.sql.ts are lists of these
-// calls, made under the organisation lock, inside the write's transaction.
+// calls inside the write's transaction.
+//
+// Each rule locks the rows it reads, so a concurrent write that would change
+// its answer waits for this transaction (or this one for it), and writes that
+// do not touch the same rows never wait for each other:
+// - the department being changed: FOR UPDATE (currentDept, assertAllLive);
+// - the parent a department goes under: FOR SHARE (lockParent), so it is not
+//   deleted, disabled or moved (its path is the child's) until the commit;
+//   an update takes it and the department's own lock in id order, as a move
+//   locks its subtree, so neither two opposite moves nor a rename and a move
+//   above it deadlock: the second waits for the first instead;
+// - a moved subtree: FOR UPDATE, every row of it (lockSubtree);
+// - sibling names: the unique index sys_dept_sibling_name_key.
+// Two writes that lock each other's rows in opposite orders (two moves into
+// each other's subtrees) deadlock; PostgreSQL rolls one back and
+// transaction() runs it again, when it sees the other's outcome.
 
 /** The parent a department hangs under: what its path and the enabled rule need. */
 export interface Parent {
@@ -21,14 +35,25 @@ export function trimmedName(name: string): string {
   return trimmed;
 }
 
-/** Rule: parentId is 0 (the top) or a live department of the caller's tenant (400 otherwise). */
-export async function liveParent(tx: Tx, tenantId: string, parentId: number): Promise<Parent | null> {
+/**
+ * The parent a department is to go under (null: the top, parentId 0),
+ * share-locked until the commit: a delete, a disable or a move of it waits,
+ * and if one committed first, the row read here is the version it left (no
+ * longer live; a new path, which the child's then follows). Undefined when it
+ * is not a live department of the tenant: see assertLiveParent.
+ */
+export async function lockParent(tx: Tx, tenantId: string, parentId: number): Promise<Parent | null | undefined> {
   if (parentId === 0) return null;
   const [parent] = await tx<Parent[]>`
     SELECT ancestors, status FROM sys_dept
-    WHERE tenant_id = ${tenantId} AND dept_id = ${parentId} AND del_flag = '0'`;
-  assert(parent, 400, `parentId ${parentId} is not a live department of your tenant`);
+    WHERE tenant_id = ${tenantId} AND dept_id = ${parentId} AND del_flag = '0'
+    FOR SHARE`;
   return parent;
+}
+
+/** Rule: parentId is 0 (the top) or a live department of the caller's tenant (400 otherwise). */
+export function assertLiveParent(parent: Parent | null | undefined, parentId: number): asserts parent is Parent | null {
+  assert(parent !== undefined, 400, `parentId ${parentId} is not a live department of your tenant`);
 }
 
 /** RuoYi's path: "0" at the top, else the parent's path followed by the parent's id. */
@@ -39,11 +64,15 @@ export function assertParentEnabled(parent: Parent | null, parentId: number, ref
   assert(!parent || parent.status === '0', 409, `Parent department ${parentId} is disabled; ${refused}`);
 }
 
-/** The live department a write is about to change, as it is now (404 when there is none). */
+/**
+ * The live department a write is about to change, locked FOR UPDATE until the
+ * commit, as the last write before this one left it (404 when there is none).
+ */
 export async function currentDept(tx: Tx, tenantId: string, deptId: number) {
-  const [current] = await tx<{ parentId: number; ancestors: string; status: string; image: RowImage }[]>`
-    SELECT parent_id AS "parentId", ancestors, status, to_jsonb(sys_dept) AS image FROM sys_dept
-    WHERE tenant_id = ${tenantId} AND dept_id = ${deptId} AND del_flag = '0'`;
+  const [current] = await tx<{ parentId: number; ancestors: string }[]>`
+    SELECT parent_id AS "parentId", ancestors FROM sys_dept
+    WHERE tenant_id = ${tenantId} AND dept_id = ${deptId} AND del_flag = '0'
+    FOR UPDATE`;
   assert(current, 404, `Department ${deptId} not found`);
   return current;
 }
@@ -54,9 +83,42 @@ export function assertNotOwnParent(deptId: number, parentId: number): void {
 }
 
 /**
+ * Moves: the moved department's whole subtree (deleted rows too, whose paths
+ * the rewrite keeps right as well), locked FOR UPDATE until the commit, so no
+ * department is created in it, or moved into or out of it, while its paths
+ * are rewritten. Creates share-lock their parent (lockParent), so one made
+ * under the subtree while it is being locked is either waited for, and then
+ * committed before the next pass, or waits for the move and then reads its
+ * parent's new path. Each pass walks the subtree afresh and locks it; the
+ * passes end when one finds no row that an earlier pass had not already
+ * locked: nobody else can then add to the subtree or take from it.
+ */
+export async function lockSubtree(tx: Tx, tenantId: string, deptId: number): Promise<void> {
+  let locked: number[] = [];
+  for (;;) {
+    const [pass] = await tx<{ fresh: number[] }[]>`
+      WITH RECURSIVE subtree AS (
+        SELECT dept_id FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${deptId}
+        UNION ALL
+        SELECT d.dept_id FROM sys_dept d JOIN subtree s ON d.tenant_id = ${tenantId} AND d.parent_id = s.dept_id
+      ), locked AS (
+        SELECT dept_id FROM sys_dept
+        WHERE tenant_id = ${tenantId} AND dept_id IN (SELECT dept_id FROM subtree)
+        ORDER BY dept_id
+        FOR UPDATE
+      )
+      SELECT coalesce(array_agg(dept_id), '{}') AS fresh FROM locked
+      WHERE dept_id NOT IN (SELECT unnest(${locked}::bigint[]))`;
+    if (pass!.fresh.length === 0) return;
+    locked = locked.concat(pass!.fresh.map(Number));
+  }
+}
+
+/**
  * Rule (moves): a department never goes under one of its own descendants,
- * which would close a cycle. Walks up from the new parent; the organisation
- * lock keeps the chain still meanwhile.
+ * which would close a cycle. Walks up from the new parent. Nothing on that
+ * chain can move meanwhile: a move of any of them would have to lock its
+ * subtree, which holds the new parent, share-locked by this transaction.
  */
 export async function assertNoCycle(tx: Tx, tenantId: string, deptId: number, parentId: number): Promise<void> {
   const [{ cycle } = { cycle: false }] = await tx<{ cycle: boolean }[]>`
@@ -98,11 +160,19 @@ export async function rewriteSubtreePaths(tx: Tx, tenantId: string, deptId: numb
     WHERE d.tenant_id = ${tenantId} AND d.dept_id = s.dept_id`;
 }
 
-/** Rule (deletes): every id is a live department of the tenant; 404 names the missing ones. */
+/**
+ * Rule (deletes): every id is a live department of the tenant; 404 names the
+ * missing ones. The live ones are locked FOR UPDATE (in id order, so two
+ * overlapping batch deletes queue rather than deadlock): a create or a user
+ * placed under one of them is then either committed, and seen by
+ * assertNothingUnder, or waits and finds its parent deleted.
+ */
 export async function assertAllLive(tx: Tx, tenantId: string, ids: number[]): Promise<void> {
   const found = await tx<{ deptId: number }[]>`
     SELECT dept_id AS "deptId" FROM sys_dept
-    WHERE tenant_id = ${tenantId} AND dept_id = ANY(${ids}::bigint[]) AND del_flag = '0'`;
+    WHERE tenant_id = ${tenantId} AND dept_id = ANY(${ids}::bigint[]) AND del_flag = '0'
+    ORDER BY dept_id
+    FOR UPDATE`;
   const live = new Set(found.map((r) => r.deptId));
   const missing = ids.filter((id) => !live.has(id));
   assert(missing.length === 0, 404, `Department(s) not found: ${missing.slice(0, 20).join(', ')}`);

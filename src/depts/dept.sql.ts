@@ -1,10 +1,9 @@
 import type { Db, Tx } from '../db/database.js';
-import { lockOrganisation } from '../db/locks.js';
 import { containing } from '../db/sql.helpers.js';
 import { assert } from '../core/app.error.js';
 import { checkIfMatch } from '../core/version.js';
 import { assertOwnTenant, type Actor } from '../identity/caller.js';
-import { diff, recordAudit, values, type RowImage } from '../audit/audit.record.js';
+import { auditRecords } from '../audit/audit.record.js';
 import { assertDepthFits } from './dept.depth.js';
 import {
   assertAllLive,
@@ -14,10 +13,13 @@ import {
   assertNotOwnParent,
   assertParentEnabled,
   currentDept,
-  liveParent,
+  lockParent,
+  assertLiveParent,
+  lockSubtree,
   pathUnder,
   rewriteSubtreePaths,
   trimmedName,
+  type Parent,
 } from './dept.rules.js';
 import type { Dept, DeptCreate, DeptListQuery, DeptNode, DeptUpdate } from './dept.schema.js';
 import { DEPT_FIELDS } from './dept.fields.js';
@@ -88,58 +90,77 @@ export function toTree(depts: Dept[]): DeptNode[] {
 
 // ---------------------------------------------------------------- writes (each inside one transaction)
 
-/** `extra`: columns outside the REST department (SCIM's external_id, docs/scim.md#groups). */
+/**
+ * `extra`: columns outside the REST department (SCIM's external_id, docs/scim.md#groups).
+ * The row and its audit record go in with one statement.
+ */
 export async function createDept(tx: Tx, actor: Actor, input: DeptCreate, extra: Record<string, unknown> = {}): Promise<number> {
   assertOwnTenant(actor, input.tenantId, 'departments');
   const deptName = trimmedName(input.deptName);
-  await lockOrganisation(tx, actor.tenantId);
-  const parent = await liveParent(tx, actor.tenantId, input.parentId);
+  const parent = await lockParent(tx, actor.tenantId, input.parentId);
+  assertLiveParent(parent, input.parentId);
   assertParentEnabled(parent, input.parentId, 'enable it before adding departments under it');
   await assertDepthFits(tx, actor.tenantId, parent, input.parentId);
-  const [row] = await tx<{ deptId: number; image: RowImage }[]>`
-    INSERT INTO sys_dept ${tx({
-      ...writeColumns(DEPT_FIELDS, { ...input, deptName }),
-      ...extra,
-      tenant_id: actor.tenantId,
-      ancestors: pathUnder(parent, input.parentId),
-      create_by: actor.userName,
-    })}
-    RETURNING dept_id AS "deptId", to_jsonb(sys_dept) AS image`;
-  await recordAudit(tx, actor, [{ action: 'dept.create', entityType: 'dept', entityId: row!.deptId, changes: values(row!.image) }]);
+  const [row] = await tx<{ deptId: number }[]>`
+    WITH created AS (
+      INSERT INTO sys_dept ${tx({
+        ...writeColumns(DEPT_FIELDS, { ...input, deptName }),
+        ...extra,
+        tenant_id: actor.tenantId,
+        ancestors: pathUnder(parent, input.parentId),
+        create_by: actor.userName,
+      })}
+      RETURNING *
+    ) ${auditRecords(tx, actor, 'dept.create', 'dept', tx`SELECT dept_id, audit_values(to_jsonb(created)) FROM created`)}
+    SELECT dept_id AS "deptId" FROM created`;
   return row!.deptId;
 }
 
 /**
- * Full replacement of one department. A changed parent is a move: checked
- * for cycles and depth, then the subtree's paths follow in one statement.
- * `extra` as for createDept.
+ * Full replacement of one department. A changed parent is a move: the
+ * subtree is locked, checked for cycles and depth, then its paths follow in
+ * one statement. `extra` as for createDept.
  */
 export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatch?: string, extra: Record<string, unknown> = {}): Promise<void> {
   assertOwnTenant(actor, input.tenantId, 'departments');
   const deptName = trimmedName(input.deptName);
   const { tenantId } = actor;
   const status = input.status ?? '0';
-  await lockOrganisation(tx, tenantId);
-  const current = await currentDept(tx, tenantId, input.deptId);
+  // The new parent and the department, in id order (see dept.rules.ts); then a moved subtree.
+  const lockedParent = () => lockParent(tx, tenantId, input.parentId);
+  const lockedDept = () => currentDept(tx, tenantId, input.deptId);
+  let parent: Parent | null | undefined;
+  let current: Awaited<ReturnType<typeof currentDept>>;
+  if (input.parentId < input.deptId) {
+    parent = await lockedParent();
+    current = await lockedDept();
+  } else {
+    current = await lockedDept();
+    parent = await lockedParent();
+  }
   await checkIfMatch(ifMatch, () => getDept(tx, tenantId, input.deptId), `Department ${input.deptId}`);
 
   assertNotOwnParent(input.deptId, input.parentId);
-  const parent = await liveParent(tx, tenantId, input.parentId);
+  assertLiveParent(parent, input.parentId);
   const moved = input.parentId !== current.parentId;
+  if (moved) await lockSubtree(tx, tenantId, input.deptId);
   if (moved && parent) await assertNoCycle(tx, tenantId, input.deptId, input.parentId);
   if (moved) await assertDepthFits(tx, tenantId, parent, input.parentId, input.deptId);
   if (status === '0') assertParentEnabled(parent, input.parentId, 'a department under it cannot be enabled');
   else await assertNoEnabledChild(tx, tenantId, input.deptId);
 
   const ancestors = moved ? pathUnder(parent, input.parentId) : current.ancestors;
-  const [updated] = await tx<{ image: RowImage }[]>`
-    UPDATE sys_dept SET ${tx({ ...writeColumns(DEPT_FIELDS, { ...input, deptName }), ...extra, ancestors, update_by: actor.userName })},
-      update_time = now()
-    WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId}
-    RETURNING to_jsonb(sys_dept) AS image`;
-  // One record for the department itself; its descendants' rewritten paths follow from the move.
-  const action = moved ? 'dept.move' : 'dept.update';
-  await recordAudit(tx, actor, [{ action, entityType: 'dept', entityId: input.deptId, changes: diff(current.image, updated!.image) }]);
+  // One record for the department itself, in the same statement; its descendants' rewritten paths follow from the move.
+  await tx`
+    WITH before AS (
+      SELECT to_jsonb(sys_dept) AS image FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId}
+    ), updated AS (
+      UPDATE sys_dept SET ${tx({ ...writeColumns(DEPT_FIELDS, { ...input, deptName }), ...extra, ancestors, update_by: actor.userName })},
+        update_time = now()
+      WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId}
+      RETURNING *
+    ) ${auditRecords(tx, actor, moved ? 'dept.move' : 'dept.update', 'dept', tx`SELECT u.dept_id, audit_diff(b.image, to_jsonb(u)) FROM updated u, before b`)}
+    SELECT count(*) FROM updated`;
   if (moved) await rewriteSubtreePaths(tx, tenantId, input.deptId, current.ancestors, ancestors);
 }
 
@@ -150,17 +171,14 @@ export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatc
  */
 export async function deleteDepts(tx: Tx, actor: Actor, ids: number[], ifMatch?: string): Promise<void> {
   const { tenantId } = actor;
-  await lockOrganisation(tx, tenantId);
   await assertAllLive(tx, tenantId, ids);
   await checkIfMatch(ifMatch, () => getDept(tx, tenantId, ids[0]!), `Department ${ids[0]}`);
   await assertNothingUnder(tx, tenantId, ids);
-  const deleted = await tx<{ deptId: number; image: RowImage }[]>`
-    UPDATE sys_dept SET del_flag = '2', update_by = ${actor.userName}, update_time = now()
-    WHERE tenant_id = ${tenantId} AND dept_id = ANY(${ids}::bigint[])
-    RETURNING dept_id AS "deptId", to_jsonb(sys_dept) AS image`;
-  await recordAudit(
-    tx,
-    actor,
-    deleted.map((d) => ({ action: 'dept.delete' as const, entityType: 'dept' as const, entityId: d.deptId, changes: values(d.image) })),
-  );
+  await tx`
+    WITH deleted AS (
+      UPDATE sys_dept SET del_flag = '2', update_by = ${actor.userName}, update_time = now()
+      WHERE tenant_id = ${tenantId} AND dept_id = ANY(${ids}::bigint[])
+      RETURNING *
+    ) ${auditRecords(tx, actor, 'dept.delete', 'dept', tx`SELECT dept_id, audit_values(to_jsonb(deleted)) FROM deleted ORDER BY dept_id`)}
+    SELECT count(*) FROM deleted`;
 }

@@ -1,7 +1,7 @@
 import type { PendingQuery, Row } from 'postgres';
 import type { Db, Tx } from '../db/database.js';
 import { checkIfMatch, etagOf } from '../core/version.js';
-import { lockOrganisation } from '../db/locks.js';
+import { lockUsers } from '../db/locks.js';
 import { fromRow, selectList } from '../db/fields.js';
 import { windowOf } from '../db/page.js';
 import type { Caller } from '../identity/caller.js';
@@ -124,7 +124,7 @@ export async function createScimGroup(tx: Tx, actor: Caller, state: GroupState):
 
 /**
  * PUT and PATCH /Groups/{id}: `change` turns the group's current state into
- * the new one, read under the organisation lock the writes then keep.
+ * the new one, read under the users lock the writes then keep.
  */
 export async function patchScimGroup(
   tx: Tx,
@@ -133,7 +133,7 @@ export async function patchScimGroup(
   change: (current: GroupState) => GroupState,
   ifMatch?: string,
 ): Promise<void> {
-  await lockOrganisation(tx, actor.tenantId);
+  await lockUsers(tx, actor.tenantId);
   const current = await getScimGroup(tx, actor.tenantId, id);
   if (!current) throw new ScimError(404, undefined, `Group ${id} not found`);
   const before = current.members.map((m) => m.id);
@@ -147,7 +147,7 @@ export async function patchScimGroup(
 
 /** DELETE /Groups/{id}: refused while it has child departments (409 mutability); its members are detached, then it is deleted logically. */
 export async function deleteScimGroup(tx: Tx, actor: Caller, id: number, ifMatch?: string): Promise<void> {
-  await lockOrganisation(tx, actor.tenantId);
+  await lockUsers(tx, actor.tenantId);
   const current = await getScimGroup(tx, actor.tenantId, id);
   if (!current) throw new ScimError(404, undefined, `Group ${id} not found`);
   const [child] = await tx`SELECT 1 FROM sys_dept WHERE tenant_id = ${actor.tenantId} AND parent_id = ${id} AND del_flag = '0' LIMIT 1`;

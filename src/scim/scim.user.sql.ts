@@ -1,7 +1,7 @@
 import type { PendingQuery, Row } from 'postgres';
 import type { Db, Tx } from '../db/database.js';
 import { etagOf } from '../core/version.js';
-import { lockOrganisation } from '../db/locks.js';
+import { lockUsers } from '../db/locks.js';
 import type { Caller } from '../identity/caller.js';
 import { selectList, fromRow } from '../db/fields.js';
 import { windowOf } from '../db/page.js';
@@ -85,11 +85,11 @@ const extraColumns = (state: UserState) => ({ external_id: state.externalId, giv
 /**
  * Rule (SCIM writes): a userName is unique among the tenant's live users
  * regardless of case, as SCIM defines it (RFC 7643 §4.1.1), so a provider's
- * filter on it never finds two. Checked under the organisation lock the
+ * filter on it never finds two. Checked under the users lock the
  * write then keeps; the REST API's own rule stays exact.
  */
 async function assertUserNameFree(tx: Tx, tenantId: string, userName: string, except: number | null): Promise<void> {
-  await lockOrganisation(tx, tenantId);
+  await lockUsers(tx, tenantId);
   const [taken] = await tx<{ id: number }[]>`
     SELECT user_id::int AS id FROM sys_user
     WHERE tenant_id = ${tenantId} AND del_flag = '0' AND lower(user_name) = lower(${userName}) AND user_id <> ${except ?? 0}
@@ -118,13 +118,13 @@ export async function createScimUser(tx: Tx, actor: Caller, state: UserState): P
 
 /**
  * PUT and PATCH /Users/{id}: `change` turns the user's current state into
- * the new one, read under the organisation lock that the write then keeps,
+ * the new one, read under the users lock that the write then keeps,
  * so a concurrent change is never overwritten with a stale state. What SCIM
  * does not manage is kept: the role, and the department (a user joins or
  * leaves one through the Groups).
  */
 export async function patchScimUser(tx: Tx, actor: Caller, id: number, change: (current: UserState) => UserState, ifMatch?: string): Promise<void> {
-  await lockOrganisation(tx, actor.tenantId);
+  await lockUsers(tx, actor.tenantId);
   const current = await getScimUser(tx, actor.tenantId, id);
   if (!current) throw new ScimError(404, undefined, `User ${id} not found`);
   await replaceScimUser(tx, actor, current, change(current), ifMatch);

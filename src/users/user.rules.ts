@@ -5,19 +5,23 @@ import { diff } from '../audit/audit.record.js';
 
 // The user rules (docs/api-rules.md#users), one function each, with the SQL
 // that checks it. The writes in user.sql.ts are lists of these calls, made
-// under the organisation lock, inside the write's transaction.
+// under the users lock (src/db/locks.ts), inside the write's transaction.
 
-/** Rule: a user's department, when given, is a live department of the same tenant. */
+/**
+ * Rule: a user's department, when given, is a live department of the same
+ * tenant, share-locked until the commit, so a delete of it waits (and then
+ * sees this user) or, committed first, leaves it not live here (400).
+ */
 export async function assertLiveDept(tx: Tx, tenantId: string, deptId: number | null | undefined): Promise<void> {
   if (deptId === null || deptId === undefined) return;
-  const [dept] = await tx`SELECT 1 FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${deptId} AND del_flag = '0'`;
+  const [dept] = await tx`SELECT 1 FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${deptId} AND del_flag = '0' FOR SHARE`;
   assert(dept, 400, `deptId ${deptId} is not a live department of your tenant`);
 }
 
 /**
  * Rule: a tenant never has more live users than its accountCount (-1:
  * unlimited). Creates in one tenant run one at a time under the
- * organisation lock, so the count cannot be stale when the row goes in.
+ * users lock, so the count cannot be stale when the row goes in.
  * The count names the tenant itself rather than following sys_tenant's
  * row, so it reads one tenant's users (docs/scale-out.md#the-check).
  */

@@ -1,5 +1,5 @@
 import type { Db, Tx } from '../db/database.js';
-import { lockOrganisation } from '../db/locks.js';
+import { lockUsers } from '../db/locks.js';
 import { checkIfMatch } from '../core/version.js';
 import { hashPassword, NO_PASSWORD_HASH } from '../auth/password.js';
 import { revokeSessionsOfUsers, revokeUserSessions } from '../auth/auth.sql.js';
@@ -45,7 +45,7 @@ export async function createUser(
 ): Promise<number> {
   assertOwnTenant(actor, input.tenantId, 'users');
   const passwordHash = input.password === undefined ? NO_PASSWORD_HASH : await hashPassword(input.password);
-  await lockOrganisation(tx, actor.tenantId);
+  await lockUsers(tx, actor.tenantId);
   await assertLiveDept(tx, actor.tenantId, input.deptId);
   await assertAccountQuota(tx, actor.tenantId);
   const [row] = await tx<{ userId: number; image: RowImage }[]>`
@@ -66,7 +66,7 @@ export async function createUser(
 export async function updateUser(tx: Tx, actor: Caller, input: UserUpdate, ifMatch?: string, extra: Record<string, unknown> = {}): Promise<void> {
   assertOwnTenant(actor, input.tenantId, 'users');
   const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
-  await lockOrganisation(tx, actor.tenantId);
+  await lockUsers(tx, actor.tenantId);
   const before = (await lockChangeableUsers(tx, actor.tenantId, [input.userId])).get(input.userId)!;
   await checkIfMatch(ifMatch, () => getUser(tx, actor.tenantId, input.userId), `User ${input.userId}`);
   await assertLiveDept(tx, actor.tenantId, input.deptId);
@@ -81,7 +81,7 @@ export async function updateUser(tx: Tx, actor: Caller, input: UserUpdate, ifMat
 
 export async function deleteUsers(tx: Tx, actor: Caller, ids: number[], ifMatch?: string): Promise<void> {
   assertNotSelf(actor.userId, ids);
-  await lockOrganisation(tx, actor.tenantId);
+  await lockUsers(tx, actor.tenantId);
   await lockChangeableUsers(tx, actor.tenantId, ids);
   await checkIfMatch(ifMatch, () => getUser(tx, actor.tenantId, ids[0]!), `User ${ids[0]}`);
   const deleted = await tx<{ userId: number; image: RowImage }[]>`

@@ -1,0 +1,60 @@
+-- Writes of one tenant that do not conflict no longer wait for each other.
+--
+-- 1. The chart version (005) was one row per tenant, updated by every
+--    department write and locked until its commit: a busy tenant's writes
+--    queued on it one at a time. It becomes a small vector: one row per
+--    (tenant, slot), a write updating only the slot of its own server
+--    session (pg_backend_pid() % 64), so two sessions queue on each other
+--    only when their slots collide. The chart's version is the whole vector
+--    (src/depts/dept.chart.ts). Within a slot, writes are ordered by the row
+--    lock and each writes a sequence value never used before, so two
+--    snapshots that read the same vector hold the same committed writes:
+--    equal vectors, equal charts.
+ALTER TABLE dept_chart_version ADD COLUMN slot smallint NOT NULL DEFAULT 0;
+ALTER TABLE dept_chart_version DROP CONSTRAINT dept_chart_version_pkey;
+ALTER TABLE dept_chart_version ADD PRIMARY KEY (tenant_id, slot);
+
+CREATE OR REPLACE FUNCTION dept_chart_bump() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  my_slot smallint := pg_backend_pid() % 64;
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO dept_chart_version AS v (tenant_id, slot, version)
+    SELECT tenant_id, my_slot, nextval('dept_chart_version_seq') FROM (SELECT DISTINCT tenant_id FROM new_rows) t
+    ON CONFLICT (tenant_id, slot) DO UPDATE SET version = excluded.version;
+  ELSIF TG_OP = 'UPDATE' THEN
+    INSERT INTO dept_chart_version AS v (tenant_id, slot, version)
+    SELECT tenant_id, my_slot, nextval('dept_chart_version_seq')
+    FROM (SELECT tenant_id FROM new_rows UNION SELECT tenant_id FROM old_rows) t
+    ON CONFLICT (tenant_id, slot) DO UPDATE SET version = excluded.version;
+  ELSE
+    INSERT INTO dept_chart_version AS v (tenant_id, slot, version)
+    SELECT tenant_id, my_slot, nextval('dept_chart_version_seq') FROM (SELECT DISTINCT tenant_id FROM old_rows) t
+    ON CONFLICT (tenant_id, slot) DO UPDATE SET version = excluded.version;
+  END IF;
+  RETURN NULL;
+END $$;
+
+-- 2. A write's audit record goes in with the write's own statement (a
+--    data-modifying CTE), not one round trip later, so `changes` is computed
+--    in the database from the row images: the same rules as values() and
+--    diff() in src/audit/audit.record.ts (a test holds them equal).
+--    The keys under their API names (snake_case to camelCase), secrets and
+--    bookkeeping columns left out.
+CREATE FUNCTION audit_values(image jsonb) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT coalesce(jsonb_object_agg(lower(left(e.key, 1)) || substr(replace(initcap(e.key), '_', ''), 2), e.value), '{}'::jsonb)
+  FROM jsonb_each(image) AS e
+  WHERE e.key NOT IN ('password_hash', 'del_flag', 'create_by', 'create_time', 'update_by', 'update_time')
+    AND e.key !~* 'password|hash|token|secret'
+$$;
+
+-- {field: {before, after}} of just the fields that differ.
+CREATE FUNCTION audit_diff(before jsonb, after jsonb) RETURNS jsonb
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+  SELECT coalesce(jsonb_object_agg(a.key, jsonb_build_object('before', coalesce(b.value, 'null'::jsonb), 'after', a.value)), '{}'::jsonb)
+  FROM jsonb_each(audit_values(after)) AS a
+  LEFT JOIN jsonb_each(audit_values(before)) AS b ON b.key = a.key
+  WHERE b.value IS DISTINCT FROM a.value
+$$;
+
