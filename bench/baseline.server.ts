@@ -2,7 +2,11 @@
 // postgres.js + @fastify/jwt and nothing else, on the same database and rows
 // as the service, answering in the same envelope. It verifies the service's
 // token (same JWT_SECRET) but reads no session; `list` and `tree` both answer
-// the tenant's rows as one `json_agg` built by the database.
+// the tenant's rows as one `json_agg` built by the database. Its writes
+// (`npm run bench -- writes`) do only what a correct create or move must:
+// lock what the rule reads, compute the path, write, in one transaction;
+// no audit record, no validation beyond the parent's existence, no cycle
+// message.
 //
 //   PORT=19401 JWT_SECRET=... DATABASE_URL=... node --import tsx bench/baseline.server.ts
 //   PORT=19401 JWT_SECRET=... DATA_DIR=... node --import tsx bench/baseline.server.ts   (embedded copy)
@@ -51,6 +55,63 @@ async function chart(request: { user: unknown }, reply: { header(k: string, v: s
 }
 app.get('/system/dept-api/list', chart);
 app.get('/system/dept-api/tree', chart);
+
+const created = (reply: { header(k: string, v: string): unknown }, id: number) => {
+  reply.header('location', `/system/dept-api/${id}`);
+  return { code: 200, msg: 'success', data: null };
+};
+const refused = (reply: { code(n: number): { send(body: unknown): unknown } }, status: number) =>
+  reply.code(status).send({ code: status, msg: 'refused', data: null });
+
+// Create: the parent checked and share-locked (so it cannot be deleted or moved before the commit), the path from it, one INSERT.
+app.post<{ Body: { parentId: number; deptName: string } }>('/system/dept-api', async (request, reply) => {
+  const tenant = tenantOf(request);
+  const { parentId, deptName } = request.body;
+  const id = await sql.begin(async (tx) => {
+    const [parent] = await tx<{ ancestors: string }[]>`
+      SELECT ancestors FROM sys_dept WHERE tenant_id = ${tenant} AND dept_id = ${parentId} AND del_flag = '0' FOR SHARE`;
+    if (!parent) return undefined;
+    const [row] = await tx<{ id: number }[]>`
+      INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, create_by)
+      VALUES (${tenant}, ${parentId}, ${`${parent.ancestors},${parentId}`}, ${deptName}, 'baseline') RETURNING dept_id AS id`;
+    return row!.id;
+  });
+  return id === undefined ? refused(reply, 400) : created(reply, id);
+});
+
+// Move: the department locked, the new parent share-locked, the cycle check (a walk up from the new parent), the row, its subtree's paths.
+app.put<{ Body: { deptId: number; parentId: number; deptName: string } }>('/system/dept-api', async (request, reply) => {
+  const tenant = tenantOf(request);
+  const { deptId, parentId, deptName } = request.body;
+  const status = await sql.begin(async (tx) => {
+    const [moved] = await tx<{ ancestors: string }[]>`
+      SELECT ancestors FROM sys_dept WHERE tenant_id = ${tenant} AND dept_id = ${deptId} AND del_flag = '0' FOR UPDATE`;
+    const [parent] = await tx<{ ancestors: string }[]>`
+      SELECT ancestors FROM sys_dept WHERE tenant_id = ${tenant} AND dept_id = ${parentId} AND del_flag = '0' FOR SHARE`;
+    if (!moved || !parent) return 400;
+    const [{ cycle }] = (await tx`
+      WITH RECURSIVE up AS (
+        SELECT dept_id, parent_id FROM sys_dept WHERE tenant_id = ${tenant} AND dept_id = ${parentId}
+        UNION
+        SELECT d.dept_id, d.parent_id FROM sys_dept d JOIN up ON d.tenant_id = ${tenant} AND d.dept_id = up.parent_id
+      ) SELECT EXISTS (SELECT 1 FROM up WHERE dept_id = ${deptId}) AS cycle`) as unknown as [{ cycle: boolean }];
+    if (cycle) return 409;
+    const path = `${parent.ancestors},${parentId}`;
+    await tx`UPDATE sys_dept SET parent_id = ${parentId}, ancestors = ${path}, dept_name = ${deptName}, update_time = now()
+      WHERE tenant_id = ${tenant} AND dept_id = ${deptId}`;
+    const oldPrefix = `${moved.ancestors},${deptId}`;
+    await tx`
+      WITH RECURSIVE subtree AS (
+        SELECT dept_id FROM sys_dept WHERE tenant_id = ${tenant} AND parent_id = ${deptId}
+        UNION ALL
+        SELECT d.dept_id FROM sys_dept d JOIN subtree s ON d.tenant_id = ${tenant} AND d.parent_id = s.dept_id
+      )
+      UPDATE sys_dept d SET ancestors = ${`${path},${deptId}`} || substr(d.ancestors, ${oldPrefix.length + 1})
+      FROM subtree s WHERE d.tenant_id = ${tenant} AND d.dept_id = s.dept_id`;
+    return 200;
+  });
+  return status === 200 ? { code: 200, msg: 'success', data: null } : refused(reply, status);
+});
 
 await app.listen({ port, host: '127.0.0.1' });
 const stop = async () => {

@@ -5,7 +5,7 @@
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench
 //   BENCH_SUBTREE=10000 BENCH_REQUESTS=2000 npm run bench
 //
-// `npm run bench -- load` and `npm run bench -- big` run the service as a
+// `npm run bench -- load`, `-- big` and `-- writes` run the service as a
 // process against a bare-stack baseline instead (bench/load.bench.ts);
 // `npm run bench -- webhooks` measures webhook delivery (bench/webhooks.bench.ts).
 
@@ -165,10 +165,11 @@ const mode = process.argv[2];
 const run = async () => {
   if (mode === undefined || mode === 'latency') return main();
   if (mode === 'webhooks') return (await import('./webhooks.bench.js')).webhooks();
-  if (mode !== 'load' && mode !== 'big') throw new Error(`unknown bench mode "${mode}": use latency, load, big or webhooks`);
+  if (mode !== 'load' && mode !== 'big' && mode !== 'writes')
+    throw new Error(`unknown bench mode "${mode}": use latency, load, big, writes or webhooks`);
   const harness = await import('./load.bench.js');
   await harness.buildService();
-  await (mode === 'load' ? harness.load() : harness.big());
+  await harness[mode]();
 };
 
 // A run whose event loop empties before it finishes (a promise nothing keeps

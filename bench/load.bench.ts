@@ -6,6 +6,8 @@
 //
 //   load: GET /system/dept-api/{id}, tree and list of ~BENCH_DEPTS (1,000) departments
 //   big:  cold tree/list of BENCH_BIG (100,000) departments, list?parentId=, a move of the whole subtree
+//   writes: creates under one parent, and moves of 31-department subtrees between two
+//           parents, each side on its own rows (the baseline's writes: bench/baseline.server.ts)
 //
 // DATABASE_URL set: a fresh database on that server (dropped afterwards);
 // unset: an embedded PGlite data directory (the baseline gets a copy of it).
@@ -193,12 +195,14 @@ async function peakRss<T>(pid: number, work: () => Promise<T>): Promise<{ result
 
 // ---------------------------------------------------------------- database
 
-interface Prepared {
+interface Prepared<W = undefined> {
   description: string;
   serviceEnv: Record<string, string>;
   baselineEnv: Record<string, string>;
   /** Ids the runs use: a department to read, the root of the big subtree and a move target. */
   ids: { leaf: number; big: number; target: number };
+  /** What the mode's own seed returned (writes: each side's rows). */
+  extra: W;
   cleanup(): Promise<void>;
 }
 
@@ -233,7 +237,7 @@ async function seed(sql: Sql, size: number): Promise<Prepared['ids']> {
   return { leaf: leaf!.id, big: bench, target };
 }
 
-async function prepare(size: number, jwtSecret: string): Promise<Prepared> {
+async function prepare<W = undefined>(size: number, jwtSecret: string, seedMore?: (sql: Sql) => Promise<W>): Promise<Prepared<W>> {
   const common = { ADMIN_PASSWORD: PASSWORD, JWT_SECRET: jwtSecret };
   const url = process.env.DATABASE_URL;
   if (url) {
@@ -247,6 +251,7 @@ async function prepare(size: number, jwtSecret: string): Promise<Prepared> {
     await migrate(db.sql);
     await bootstrap(db.sql, PASSWORD);
     const ids = await seed(db.sql, size);
+    const extra = (await seedMore?.(db.sql)) as W;
     await db.close();
     const direct = dbUrl.toString();
     const pooler = process.env.BENCH_POOLER_URL ? new URL(process.env.BENCH_POOLER_URL) : undefined;
@@ -260,6 +265,7 @@ async function prepare(size: number, jwtSecret: string): Promise<Prepared> {
       serviceEnv: { ...common, ...connection, ...(pooler ? { DATABASE_DIRECT_URL: direct } : {}) },
       baselineEnv: { ...common, ...connection },
       ids,
+      extra,
       async cleanup() {
         await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
         await admin.end();
@@ -271,6 +277,7 @@ async function prepare(size: number, jwtSecret: string): Promise<Prepared> {
   await migrate(db.sql);
   await bootstrap(db.sql, PASSWORD);
   const ids = await seed(db.sql, size);
+  const extra = (await seedMore?.(db.sql)) as W;
   await db.close();
   await cp(join(dir, 'service'), join(dir, 'baseline'), { recursive: true });
   const env = { ...common, DATABASE_URL: '' };
@@ -279,11 +286,12 @@ async function prepare(size: number, jwtSecret: string): Promise<Prepared> {
     serviceEnv: { ...env, DATA_DIR: join(dir, 'service') },
     baselineEnv: { ...env, DATA_DIR: join(dir, 'baseline') },
     ids,
+    extra,
     cleanup: () => rm(dir, { recursive: true, force: true }),
   };
 }
 
-async function startBoth(prepared: Prepared) {
+async function startBoth<W>(prepared: Prepared<W>) {
   cleanupDatabase = prepared.cleanup;
   await pickPorts();
   // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the service.
@@ -332,11 +340,23 @@ async function cpuMs(pid: number | undefined): Promise<number> {
   return (Number(fields[11] ?? 0) + Number(fields[12] ?? 0)) * 10;
 }
 
-async function cannon(port: number, path: string, headers: Record<string, string>, seconds = SECONDS, pid?: number) {
+/** A write for autocannon: its method and a fresh body for each request. */
+interface Write {
+  method: 'POST' | 'PUT';
+  body: () => object;
+}
+
+async function cannon(port: number, path: string, headers: Record<string, string>, seconds = SECONDS, pid?: number, write?: Write) {
   const cpuBefore = await cpuMs(pid);
   const result = await autocannon({
     url: `http://127.0.0.1:${port}${path}`,
-    headers,
+    headers: write ? { ...headers, 'content-type': 'application/json' } : headers,
+    ...(write
+      ? {
+          method: write.method,
+          requests: [{ setupRequest: (request: autocannon.Request) => ({ ...request, body: JSON.stringify(write.body()) }) }],
+        }
+      : {}),
     connections: CONNECTIONS,
     duration: seconds,
     // Bounded in requests as well as time.
@@ -345,10 +365,52 @@ async function cannon(port: number, path: string, headers: Record<string, string
     ...(RATE > 0 ? { overallRate: RATE } : {}),
   });
   const failed = result.non2xx + result.errors + result.timeouts;
-  if (failed > 0) throw new Error(`GET ${path} on ${port}: ${failed} failed requests`);
+  if (failed > 0) throw new Error(`${write?.method ?? 'GET'} ${path} on ${port}: ${failed} failed requests`);
   // What one request costs the server process in CPU: the figure the machine's load moves least.
   const cpuUs = (((await cpuMs(pid)) - cpuBefore) * 1000) / Math.max(result.requests.total, 1);
   return { rps: result.requests.average, p99: result.latency.p99, cpuUs };
+}
+
+type Figures = Awaited<ReturnType<typeof cannon>>;
+
+/**
+ * ROUNDS rounds of `run` against the service and the baseline, alternating
+ * which goes first so drift on a shared machine hits both alike, after a
+ * warm-up of each that is not reported; prints each round and the median
+ * ratios. `peaks` keeps each process's highest RSS.
+ */
+async function interleaved(
+  label: string,
+  both: { service: Child; baseline: Child },
+  peaks: { service: number; baseline: number },
+  run: (port: number, pid: number | undefined, seconds: number) => Promise<Figures>,
+): Promise<void> {
+  // Warm-up, not reported: the JIT and the caches see the route before the first round counts.
+  for (const child of [both.service, both.baseline]) await run(child.port, child.proc.pid, Math.min(2, SECONDS));
+  const ratios: number[] = [];
+  const p99Ratios: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const figures: Partial<Record<'service' | 'baseline', Figures>> = {};
+    for (const who of round % 2 === 0 ? (['service', 'baseline'] as const) : (['baseline', 'service'] as const)) {
+      const child = both[who];
+      const { result, peak } = await peakRss(child.proc.pid!, () => run(child.port, child.proc.pid, SECONDS));
+      figures[who] = result;
+      peaks[who] = Math.max(peaks[who], peak);
+    }
+    const s = figures.service!;
+    const b = figures.baseline!;
+    ratios.push(s.rps / b.rps);
+    p99Ratios.push(s.p99 / b.p99);
+    console.log(
+      `${label.padEnd(28)} round ${round + 1}: service ${fmt(s.rps)} req/s p99 ${s.p99} ms | ` +
+        `baseline ${fmt(b.rps)} req/s p99 ${b.p99} ms | ratio ${fmt(s.rps / b.rps, 2)}x, p99 ${fmt(s.p99 / b.p99, 2)}x | ` +
+        `CPU per request ${fmt(s.cpuUs)} vs ${fmt(b.cpuUs)} µs`,
+    );
+  }
+  console.log(
+    `${label.padEnd(28)} median ratio ${fmt(median(ratios), 2)}x throughput (${ratios.map((r) => fmt(r, 2)).join(', ')}), ` +
+      `${fmt(median(p99Ratios), 2)}x p99`,
+  );
 }
 
 export async function load(): Promise<void> {
@@ -379,43 +441,10 @@ export async function load(): Promise<void> {
       `${ours.length} departments; tree ${fmt(treeBytes / 1024)} KB, baseline json_agg ${fmt((await get(BASELINE_PORT, '/system/dept-api/list', headers)).bytes / 1024)} KB`,
     );
 
-    let rssPeak = 0;
-    let baselinePeak = 0;
+    const peaks = { service: 0, baseline: 0 };
     for (const target of targets) {
-      const ratios: number[] = [];
-      const p99Ratios: number[] = [];
-      // Warm-up, not reported: the JIT and the caches see the route before the first round counts.
-      await cannon(SERVICE_PORT, target.service, headers, Math.min(2, SECONDS));
-      await cannon(BASELINE_PORT, target.baseline, headers, Math.min(2, SECONDS));
-      for (let round = 0; round < ROUNDS; round++) {
-        const order = round % 2 === 0 ? ['service', 'baseline'] : ['baseline', 'service'];
-        const figures: Record<string, { rps: number; p99: number; cpuUs: number }> = {};
-        for (const who of order) {
-          if (who === 'service') {
-            const { result, peak } = await peakRss(service.proc.pid!, () => cannon(SERVICE_PORT, target.service, headers, SECONDS, service.proc.pid));
-            figures.service = result;
-            rssPeak = Math.max(rssPeak, peak);
-          } else {
-            const { result, peak } = await peakRss(baseline.proc.pid!, () =>
-              cannon(BASELINE_PORT, target.baseline, headers, SECONDS, baseline.proc.pid),
-            );
-            figures.baseline = result;
-            baselinePeak = Math.max(baselinePeak, peak);
-          }
-        }
-        const s = figures.service!;
-        const b = figures.baseline!;
-        ratios.push(s.rps / b.rps);
-        p99Ratios.push(s.p99 / b.p99);
-        console.log(
-          `${target.label.padEnd(28)} round ${round + 1}: service ${fmt(s.rps)} req/s p99 ${s.p99} ms | ` +
-            `baseline ${fmt(b.rps)} req/s p99 ${b.p99} ms | ratio ${fmt(s.rps / b.rps, 2)}x, p99 ${fmt(s.p99 / b.p99, 2)}x | ` +
-            `CPU per request ${fmt(s.cpuUs)} vs ${fmt(b.cpuUs)} µs`,
-        );
-      }
-      console.log(
-        `${target.label.padEnd(28)} median ratio ${fmt(median(ratios), 2)}x throughput (${ratios.map((r) => fmt(r, 2)).join(', ')}), ` +
-          `${fmt(median(p99Ratios), 2)}x p99`,
+      await interleaved(target.label, { service, baseline }, peaks, (port, pid) =>
+        cannon(port, port === SERVICE_PORT ? target.service : target.baseline, headers, SECONDS, pid),
       );
     }
     const metrics = await stopScraping?.();
@@ -427,8 +456,8 @@ export async function load(): Promise<void> {
       console.log(`metrics: requests counted ${counted || 'none (scrapes failed?)'}`);
     }
     console.log(
-      `service rss: peak ${fmt(rssPeak)} MiB under load, ${fmt(await status(service.proc.pid!, 'VmRSS'))} MiB after | ` +
-        `baseline rss: peak ${fmt(baselinePeak)} MiB under load`,
+      `service rss: peak ${fmt(peaks.service)} MiB under load, ${fmt(await status(service.proc.pid!, 'VmRSS'))} MiB after | ` +
+        `baseline rss: peak ${fmt(peaks.baseline)} MiB under load`,
     );
     if (otlp.server) console.log(`traces: ${otlp.requests} exports, ${fmt(otlp.bytes / 2 ** 20, 1)} MiB received (before the service's final flush)`);
   } finally {
@@ -488,6 +517,105 @@ export async function big(): Promise<void> {
     if (moved.status !== 200) throw new Error(`move: ${moved.status} ${await moved.text()}`);
     console.log(`move of the ${count - 2}-department subtree (PUT over HTTP): ${fmt(performance.now() - moveStart)} ms`);
     console.log(`service rss: peak ${fmt(await status(pid, 'VmHWM'))} MiB over the run, ${fmt(await status(pid, 'VmRSS'))} MiB now`);
+  } finally {
+    await stopAll();
+    await prepared.cleanup();
+  }
+}
+
+// ---------------------------------------------------------------- writes
+
+/** Moved subtrees per side: more than the connections, so no two moves in flight move the same one. */
+const SUBTREES = Number(process.env.BENCH_SUBTREES ?? (SHORT ? 60 : 200));
+
+/** One side's rows: a parent to create under, and SUBTREES subtrees of 31 departments under `from`, to move to `to` and back. */
+interface WriteRows {
+  createParent: number;
+  from: number;
+  to: number;
+  roots: number[];
+}
+
+/**
+ * The writes' rows, one set per side (the service's and the baseline's
+ * writes never touch each other's rows): under the platform tenant's root,
+ * `Creates`, `From` and `To`; under `From`, SUBTREES roots `M<i>`, each with
+ * 6 children of 4 children each.
+ */
+async function seedWrites(sql: Sql): Promise<Record<'service' | 'baseline', WriteRows>> {
+  const [root] = await sql<{ id: number; ancestors: string }[]>`
+    SELECT dept_id AS id, ancestors FROM sys_dept WHERE tenant_id = '000000' AND parent_id = 0 ORDER BY dept_id LIMIT 1`;
+  const under = `${root!.ancestors},${root!.id}`;
+  const side = async (name: string): Promise<WriteRows> => {
+    const [createParent, from, to] = (
+      await sql<{ id: number }[]>`
+        INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, create_by)
+        SELECT '000000', ${root!.id}, ${under}, n || ' ' || ${name}, 'bench' FROM unnest(ARRAY['Creates', 'From', 'To']) WITH ORDINALITY AS t(n, i)
+        ORDER BY i RETURNING dept_id AS id`
+    ).map((r) => r.id);
+    const roots = (
+      await sql<{ id: number }[]>`
+        INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, create_by)
+        SELECT '000000', ${from!}, ${`${under},${from}`}, 'M' || g, 'bench' FROM generate_series(0, ${SUBTREES - 1}) g
+        ORDER BY g RETURNING dept_id AS id`
+    ).map((r) => r.id);
+    await sql`
+      INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, create_by)
+      SELECT '000000', m.dept_id, m.ancestors || ',' || m.dept_id, 'Child ' || g, 'bench'
+      FROM sys_dept m, generate_series(1, 6) g WHERE m.tenant_id = '000000' AND m.parent_id = ${from!}`;
+    await sql`
+      INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, create_by)
+      SELECT '000000', c.dept_id, c.ancestors || ',' || c.dept_id, 'Team ' || g, 'bench'
+      FROM sys_dept c JOIN sys_dept m ON m.tenant_id = '000000' AND m.parent_id = ${from!} AND c.parent_id = m.dept_id,
+           generate_series(1, 4) g
+      WHERE c.tenant_id = '000000'`;
+    return { createParent: createParent!, from: from!, to: to!, roots };
+  };
+  const rows = { service: await side('service'), baseline: await side('baseline') };
+  await sql`ANALYZE sys_dept`;
+  return rows;
+}
+
+/**
+ * Creates and moves under CONNECTIONS connections, the service beside the
+ * bare stack's minimal correct write, each on its own rows. Every request
+ * must succeed (a refusal fails the run); the trees are checked afterwards.
+ */
+export async function writes(): Promise<void> {
+  const prepared = await prepare(100, randomBytes(32).toString('hex'), seedWrites);
+  try {
+    const { service, baseline, headers } = await startBoth(prepared);
+    console.log(`database: ${prepared.description}`);
+    console.log(`${ROUNDS} interleaved rounds of ${SECONDS} s, ${CONNECTIONS} connections, ${SUBTREES} subtrees of 31 departments per side`);
+    const peaks = { service: 0, baseline: 0 };
+    const sideOf = (port: number) => (port === SERVICE_PORT ? prepared.extra.service : prepared.extra.baseline);
+    // Per side: creates name their department after a counter; the n-th move takes subtree n % SUBTREES to the other parent.
+    const counters = new Map<number, { created: number; moved: number }>();
+    const counter = (port: number) => counters.get(port) ?? counters.set(port, { created: 0, moved: 0 }).get(port)!;
+    await interleaved('POST /system/dept-api (create)', { service, baseline }, peaks, (port, pid, seconds) =>
+      cannon(port, '/system/dept-api', headers, seconds, pid, {
+        method: 'POST',
+        body: () => ({ parentId: sideOf(port).createParent, deptName: `Created ${counter(port).created++}` }),
+      }),
+    );
+    await interleaved('PUT /system/dept-api (move 31)', { service, baseline }, peaks, (port, pid, seconds) =>
+      cannon(port, '/system/dept-api', headers, seconds, pid, {
+        method: 'PUT',
+        body: () => {
+          const rows = sideOf(port);
+          const n = counter(port).moved++;
+          const lap = Math.floor(n / SUBTREES);
+          return { deptId: rows.roots[n % SUBTREES], parentId: lap % 2 === 0 ? rows.to : rows.from, deptName: `M${n % SUBTREES}` };
+        },
+      }),
+    );
+    for (const [who, port] of [
+      ['service', SERVICE_PORT],
+      ['baseline', BASELINE_PORT],
+    ] as const) {
+      console.log(`${who}: ${counter(port).created} creates and ${counter(port).moved} moves sent`);
+    }
+    console.log(`service rss: peak ${fmt(peaks.service)} MiB | baseline rss: peak ${fmt(peaks.baseline)} MiB`);
   } finally {
     await stopAll();
     await prepared.cleanup();
