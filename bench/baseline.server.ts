@@ -4,9 +4,11 @@
 // token (same JWT_SECRET) but reads no session; `list` and `tree` both answer
 // the tenant's rows as one `json_agg` built by the database. Its writes
 // (`npm run bench -- writes`) do only what a correct create or move must:
-// lock what the rule reads, compute the path, write, in one transaction;
-// no audit record, no validation beyond the parent's existence, no cycle
-// message.
+// lock what the rule reads (a create its parent; a move the department, its
+// new parent and, in one pass, its subtree), check for a cycle, compute the
+// paths, write, in one transaction; no audit record, no depth rule, no
+// validation beyond the parent's existence, no confirming second pass over
+// the subtree (the service makes one: src/depts/dept.rules.ts, lockSubtree).
 //
 //   PORT=19401 JWT_SECRET=... DATABASE_URL=... node --import tsx bench/baseline.server.ts
 //   PORT=19401 JWT_SECRET=... DATA_DIR=... node --import tsx bench/baseline.server.ts   (embedded copy)
@@ -79,7 +81,8 @@ app.post<{ Body: { parentId: number; deptName: string } }>('/system/dept-api', a
   return id === undefined ? refused(reply, 400) : created(reply, id);
 });
 
-// Move: the department locked, the new parent share-locked, the cycle check (a walk up from the new parent), the row, its subtree's paths.
+// Move: the department locked, the new parent share-locked, the cycle check (a walk up from the new parent), the subtree
+// locked (one pass), the row, its subtree's paths.
 app.put<{ Body: { deptId: number; parentId: number; deptName: string } }>('/system/dept-api', async (request, reply) => {
   const tenant = tenantOf(request);
   const { deptId, parentId, deptName } = request.body;
@@ -96,6 +99,14 @@ app.put<{ Body: { deptId: number; parentId: number; deptName: string } }>('/syst
         SELECT d.dept_id, d.parent_id FROM sys_dept d JOIN up ON d.tenant_id = ${tenant} AND d.dept_id = up.parent_id
       ) SELECT EXISTS (SELECT 1 FROM up WHERE dept_id = ${deptId}) AS cycle`) as unknown as [{ cycle: boolean }];
     if (cycle) return 409;
+    // The subtree locked before its paths are rewritten, so a create under it waits rather than keeping an old path.
+    await tx`
+      WITH RECURSIVE subtree AS (
+        SELECT dept_id FROM sys_dept WHERE tenant_id = ${tenant} AND parent_id = ${deptId}
+        UNION ALL
+        SELECT d.dept_id FROM sys_dept d JOIN subtree s ON d.tenant_id = ${tenant} AND d.parent_id = s.dept_id
+      )
+      SELECT count(*) FROM (SELECT 1 FROM sys_dept WHERE tenant_id = ${tenant} AND dept_id IN (SELECT dept_id FROM subtree) FOR UPDATE) locked`;
     const path = `${parent.ancestors},${parentId}`;
     await tx`UPDATE sys_dept SET parent_id = ${parentId}, ancestors = ${path}, dept_name = ${deptName}, update_time = now()
       WHERE tenant_id = ${tenant} AND dept_id = ${deptId}`;

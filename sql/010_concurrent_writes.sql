@@ -58,3 +58,13 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
   WHERE b.value IS DISTINCT FROM a.value
 $$;
 
+
+-- 3. A record is written twice: inserted by its write without a position,
+--    then updated by the sequencer with one. Until then the position and
+--    per-tenant indexes have nothing to find it by (every reader asks for
+--    positioned records), so they leave unpositioned rows out: the insert,
+--    which every audited write waits for, updates two indexes fewer.
+DROP INDEX audit_log_position_key;
+CREATE UNIQUE INDEX audit_log_position_key ON audit_log (position) WHERE position IS NOT NULL;
+DROP INDEX audit_log_tenant_idx;
+CREATE INDEX audit_log_tenant_idx ON audit_log (tenant_id, position) WHERE position IS NOT NULL;

@@ -82,6 +82,14 @@ export function assertNotOwnParent(deptId: number, parentId: number): void {
   assert(parentId !== deptId, 409, `Department ${deptId} cannot be its own parent`);
 }
 
+/** What the walk of a moved subtree found, once the subtree was all locked. */
+export interface MovedSubtree {
+  /** The new parent is in the subtree (the department itself or one of its descendants). */
+  holdsNewParent: boolean;
+  /** Levels of live departments below the moved one (0: none). */
+  levelsBelow: number;
+}
+
 /**
  * Moves: the moved department's whole subtree (deleted rows too, whose paths
  * the rewrite keeps right as well), locked FOR UPDATE until the commit, so no
@@ -89,46 +97,40 @@ export function assertNotOwnParent(deptId: number, parentId: number): void {
  * are rewritten. Creates share-lock their parent (lockParent), so one made
  * under the subtree while it is being locked is either waited for, and then
  * committed before the next pass, or waits for the move and then reads its
- * parent's new path. Each pass walks the subtree afresh and locks it; the
- * passes end when one finds no row that an earlier pass had not already
- * locked: nobody else can then add to the subtree or take from it.
+ * parent's new path. Each pass walks the subtree afresh (a recursive CTE down
+ * the children index) and locks it; the passes end when one finds no row an
+ * earlier pass had not already locked: nobody else can then add to the
+ * subtree or take from it, and that last walk answers two rules exactly:
+ * - cycles: a department never goes under one of its own descendants
+ *   (assertNoCycle), i.e. the new parent is not in the walk;
+ * - depth: how far the subtree reaches below the department (assertDepthFits).
  */
-export async function lockSubtree(tx: Tx, tenantId: string, deptId: number): Promise<void> {
+export async function lockSubtree(tx: Tx, tenantId: string, deptId: number, newParentId: number): Promise<MovedSubtree> {
   let locked: number[] = [];
   for (;;) {
-    const [pass] = await tx<{ fresh: number[] }[]>`
+    const [pass] = await tx<(MovedSubtree & { fresh: number[] })[]>`
       WITH RECURSIVE subtree AS (
-        SELECT dept_id FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${deptId}
+        SELECT dept_id, del_flag, 0 AS depth FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${deptId}
         UNION ALL
-        SELECT d.dept_id FROM sys_dept d JOIN subtree s ON d.tenant_id = ${tenantId} AND d.parent_id = s.dept_id
+        SELECT d.dept_id, d.del_flag, s.depth + 1 FROM sys_dept d JOIN subtree s ON d.tenant_id = ${tenantId} AND d.parent_id = s.dept_id
       ), locked AS (
         SELECT dept_id FROM sys_dept
         WHERE tenant_id = ${tenantId} AND dept_id IN (SELECT dept_id FROM subtree)
         ORDER BY dept_id
         FOR UPDATE
       )
-      SELECT coalesce(array_agg(dept_id), '{}') AS fresh FROM locked
-      WHERE dept_id NOT IN (SELECT unnest(${locked}::bigint[]))`;
-    if (pass!.fresh.length === 0) return;
+      SELECT
+        (SELECT coalesce(array_agg(dept_id), '{}') FROM locked WHERE dept_id NOT IN (SELECT unnest(${locked}::bigint[]))) AS fresh,
+        EXISTS (SELECT 1 FROM subtree WHERE dept_id = ${newParentId}) AS "holdsNewParent",
+        (SELECT coalesce(max(depth), 0) FROM subtree WHERE del_flag = '0')::int AS "levelsBelow"`;
+    if (pass!.fresh.length === 0) return pass!;
     locked = locked.concat(pass!.fresh.map(Number));
   }
 }
 
-/**
- * Rule (moves): a department never goes under one of its own descendants,
- * which would close a cycle. Walks up from the new parent. Nothing on that
- * chain can move meanwhile: a move of any of them would have to lock its
- * subtree, which holds the new parent, share-locked by this transaction.
- */
-export async function assertNoCycle(tx: Tx, tenantId: string, deptId: number, parentId: number): Promise<void> {
-  const [{ cycle } = { cycle: false }] = await tx<{ cycle: boolean }[]>`
-    WITH RECURSIVE up AS (
-      SELECT dept_id, parent_id FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${parentId}
-      UNION
-      SELECT d.dept_id, d.parent_id FROM sys_dept d JOIN up ON d.tenant_id = ${tenantId} AND d.dept_id = up.parent_id
-    )
-    SELECT EXISTS (SELECT 1 FROM up WHERE dept_id = ${deptId}) AS cycle`;
-  assert(!cycle, 409, `Cannot move department ${deptId} under ${parentId}: ${parentId} is one of its descendants`);
+/** Rule (moves): a department never goes under one of its own descendants, which would close a cycle. */
+export function assertNoCycle(deptId: number, parentId: number, subtree: MovedSubtree): void {
+  assert(!subtree.holdsNewParent, 409, `Cannot move department ${deptId} under ${parentId}: ${parentId} is one of its descendants`);
 }
 
 /** Rule: a department with an enabled child cannot be disabled; the child is named. */
@@ -142,22 +144,23 @@ export async function assertNoEnabledChild(tx: Tx, tenantId: string, deptId: num
 
 /**
  * Moves: every descendant's path starts with the department's old path plus
- * its id; one statement swaps that prefix for the new one across the whole
- * subtree, whatever its size.
+ * its id; one data-modifying CTE (`rewritten`) swaps that prefix for the new
+ * one across the whole subtree, whatever its size, in the statement that
+ * updates the department itself (the statement must open with WITH RECURSIVE).
  */
-export async function rewriteSubtreePaths(tx: Tx, tenantId: string, deptId: number, oldAncestors: string, newAncestors: string): Promise<void> {
+export function subtreePathsRewrite(tx: Tx, tenantId: string, deptId: number, oldAncestors: string, newAncestors: string) {
   const oldPrefix = `${oldAncestors},${deptId}`;
   const newPrefix = `${newAncestors},${deptId}`;
-  await tx`
-    WITH RECURSIVE subtree AS (
+  return tx`, descendants AS (
       SELECT dept_id FROM sys_dept WHERE tenant_id = ${tenantId} AND parent_id = ${deptId}
       UNION ALL
-      SELECT d.dept_id FROM sys_dept d JOIN subtree s ON d.tenant_id = ${tenantId} AND d.parent_id = s.dept_id
-    )
-    UPDATE sys_dept d
-    SET ancestors = ${newPrefix} || substr(d.ancestors, ${oldPrefix.length + 1})
-    FROM subtree s
-    WHERE d.tenant_id = ${tenantId} AND d.dept_id = s.dept_id`;
+      SELECT d.dept_id FROM sys_dept d JOIN descendants s ON d.tenant_id = ${tenantId} AND d.parent_id = s.dept_id
+    ), rewritten AS (
+      UPDATE sys_dept d
+      SET ancestors = ${newPrefix} || substr(d.ancestors, ${oldPrefix.length + 1})
+      FROM descendants s
+      WHERE d.tenant_id = ${tenantId} AND d.dept_id = s.dept_id
+    )`;
 }
 
 /**

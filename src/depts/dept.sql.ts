@@ -17,7 +17,7 @@ import {
   assertLiveParent,
   lockSubtree,
   pathUnder,
-  rewriteSubtreePaths,
+  subtreePathsRewrite,
   trimmedName,
   type Parent,
 } from './dept.rules.js';
@@ -100,7 +100,7 @@ export async function createDept(tx: Tx, actor: Actor, input: DeptCreate, extra:
   const parent = await lockParent(tx, actor.tenantId, input.parentId);
   assertLiveParent(parent, input.parentId);
   assertParentEnabled(parent, input.parentId, 'enable it before adding departments under it');
-  await assertDepthFits(tx, actor.tenantId, parent, input.parentId);
+  assertDepthFits(parent, input.parentId);
   const [row] = await tx<{ deptId: number }[]>`
     WITH created AS (
       INSERT INTO sys_dept ${tx({
@@ -143,25 +143,27 @@ export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatc
   assertNotOwnParent(input.deptId, input.parentId);
   assertLiveParent(parent, input.parentId);
   const moved = input.parentId !== current.parentId;
-  if (moved) await lockSubtree(tx, tenantId, input.deptId);
-  if (moved && parent) await assertNoCycle(tx, tenantId, input.deptId, input.parentId);
-  if (moved) await assertDepthFits(tx, tenantId, parent, input.parentId, input.deptId);
+  if (moved) {
+    const subtree = await lockSubtree(tx, tenantId, input.deptId, input.parentId);
+    assertNoCycle(input.deptId, input.parentId, subtree);
+    assertDepthFits(parent, input.parentId, { deptId: input.deptId, levelsBelow: subtree.levelsBelow });
+  }
   if (status === '0') assertParentEnabled(parent, input.parentId, 'a department under it cannot be enabled');
   else await assertNoEnabledChild(tx, tenantId, input.deptId);
 
   const ancestors = moved ? pathUnder(parent, input.parentId) : current.ancestors;
-  // One record for the department itself, in the same statement; its descendants' rewritten paths follow from the move.
+  // The department, its record (one, for the department itself) and, for a move, its subtree's paths: one statement.
   await tx`
-    WITH before AS (
+    WITH RECURSIVE before AS (
       SELECT to_jsonb(sys_dept) AS image FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId}
     ), updated AS (
       UPDATE sys_dept SET ${tx({ ...writeColumns(DEPT_FIELDS, { ...input, deptName }), ...extra, ancestors, update_by: actor.userName })},
         update_time = now()
       WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId}
       RETURNING *
-    ) ${auditRecords(tx, actor, moved ? 'dept.move' : 'dept.update', 'dept', tx`SELECT u.dept_id, audit_diff(b.image, to_jsonb(u)) FROM updated u, before b`)}
+    ) ${moved ? subtreePathsRewrite(tx, tenantId, input.deptId, current.ancestors, ancestors) : tx``}
+    ${auditRecords(tx, actor, moved ? 'dept.move' : 'dept.update', 'dept', tx`SELECT u.dept_id, audit_diff(b.image, to_jsonb(u)) FROM updated u, before b`)}
     SELECT count(*) FROM updated`;
-  if (moved) await rewriteSubtreePaths(tx, tenantId, input.deptId, current.ancestors, ancestors);
 }
 
 /**
