@@ -7,7 +7,9 @@
 //
 // `npm run bench -- load` and `npm run bench -- big` run the service as a
 // process against a bare-stack baseline instead (bench/load.bench.ts);
-// `npm run bench -- webhooks` measures webhook delivery (bench/webhooks.bench.ts).
+// `npm run bench -- webhooks` measures webhook delivery (bench/webhooks.bench.ts);
+// `npm run bench -- scale` reads across 10,000 tenants beside a near-empty
+// database (bench/scale.bench.ts).
 
 import { performance } from 'node:perf_hooks';
 import { buildApp } from '../src/app.js';
@@ -165,9 +167,11 @@ const mode = process.argv[2];
 const run = async () => {
   if (mode === undefined || mode === 'latency') return main();
   if (mode === 'webhooks') return (await import('./webhooks.bench.js')).webhooks();
-  if (mode !== 'load' && mode !== 'big') throw new Error(`unknown bench mode "${mode}": use latency, load, big or webhooks`);
+  if (mode !== 'load' && mode !== 'big' && mode !== 'scale')
+    throw new Error(`unknown bench mode "${mode}": use latency, load, big, scale or webhooks`);
   const harness = await import('./load.bench.js');
   await harness.buildService();
+  if (mode === 'scale') return (await import('./scale.bench.js')).scale();
   await (mode === 'load' ? harness.load() : harness.big());
 };
 
