@@ -7,7 +7,9 @@
 //
 // `npm run bench -- load`, `-- big` and `-- writes` run the service as a
 // process against a bare-stack baseline instead (bench/load.bench.ts);
-// `npm run bench -- webhooks` measures webhook delivery (bench/webhooks.bench.ts).
+// `npm run bench -- webhooks` measures webhook delivery (bench/webhooks.bench.ts);
+// `npm run bench -- scale` reads across 10,000 tenants beside a near-empty
+// database (bench/scale.bench.ts).
 
 import { performance } from 'node:perf_hooks';
 import { buildApp } from '../src/app.js';
@@ -165,10 +167,11 @@ const mode = process.argv[2];
 const run = async () => {
   if (mode === undefined || mode === 'latency') return main();
   if (mode === 'webhooks') return (await import('./webhooks.bench.js')).webhooks();
-  if (mode !== 'load' && mode !== 'big' && mode !== 'writes')
-    throw new Error(`unknown bench mode "${mode}": use latency, load, big, writes or webhooks`);
+  if (mode !== 'load' && mode !== 'big' && mode !== 'writes' && mode !== 'scale')
+    throw new Error(`unknown bench mode "${mode}": use latency, load, big, writes, scale or webhooks`);
   const harness = await import('./load.bench.js');
   await harness.buildService();
+  if (mode === 'scale') return (await import('./scale.bench.js')).scale();
   await harness[mode]();
 };
 

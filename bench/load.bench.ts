@@ -86,7 +86,7 @@ async function startOtlpSink(): Promise<string> {
 /** Drops the benchmark's database or data directory; also run when the bench is interrupted. */
 let cleanupDatabase: (() => Promise<void>) | undefined;
 
-function start(name: string, args: string[], port: number, env: Record<string, string>): Child {
+export function start(name: string, args: string[], port: number, env: Record<string, string>): Child {
   const proc = spawn(process.execPath, args, {
     cwd: ROOT,
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
@@ -142,7 +142,7 @@ function scrapeEverySecond(): () => Promise<string> {
   };
 }
 
-async function waitReady(child: Child, path: string): Promise<void> {
+export async function waitReady(child: Child, path: string): Promise<void> {
   const deadline = Date.now() + 90_000;
   while (Date.now() < deadline) {
     if (child.proc.exitCode !== null) throw new Error(`${child.name} exited ${child.proc.exitCode}: ${child.log.join('')}`);
@@ -159,7 +159,7 @@ async function waitReady(child: Child, path: string): Promise<void> {
 }
 
 /** Stops every child by its PID: SIGTERM, then SIGKILL after 5 s; and the OTLP receiver. */
-async function stopAll(): Promise<void> {
+export async function stopAll(): Promise<void> {
   otlp.server?.closeAllConnections();
   otlp.server?.close();
   await Promise.all(

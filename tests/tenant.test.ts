@@ -117,7 +117,7 @@ describe('create', () => {
     expect(tenant.createTime).toMatch(DATETIME);
     // The list carries the same full DTO.
     const listed = await root.get(`${BASE}/list?tenantName=${encodeURIComponent(String(body.tenantName))}`);
-    expect(listed.body.data).toEqual({ total: 1, rows: [tenant] });
+    expect(listed.body.data).toEqual({ total: 1, totalExact: true, rows: [tenant] });
   });
 
   it('stores every field sent', async () => {
@@ -577,7 +577,7 @@ describe('get and delete', () => {
     expect(row).toMatchObject({ tenantId: tenant.tenantId, delFlag: '2', updateBy: 'admin' });
     expect((await root.get(`${BASE}/${tenant.id}`)).status).toBe(404);
     const list = await root.get(`${BASE}/list?tenantName=${encodeURIComponent(tenant.tenantName)}`);
-    expect(list.body.data).toEqual({ total: 0, rows: [] });
+    expect(list.body.data).toEqual({ total: 0, totalExact: true, rows: [] });
     // A second delete finds nothing.
     expect((await root.delete(`${BASE}/${tenant.id}`)).status).toBe(404);
     // Nor can it be a parent any more.
@@ -633,7 +633,7 @@ describe('list', () => {
   const list = async (query: string, as: Client = root) => {
     const res = await as.get(`${BASE}/list?${query}`);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
-    expect(Object.keys(res.body.data).sort()).toEqual(['rows', 'total']);
+    expect(Object.keys(res.body.data).sort()).toEqual(['rows', 'total', 'totalExact']);
     return res.body.data as { total: number; rows: TenantDto[] };
   };
 
@@ -652,7 +652,7 @@ describe('list', () => {
     expect(page3).toMatchObject({ total: 12 });
     expect(page3.rows).toHaveLength(2);
     const beyond = await list(`tenantParent=${parent.tenantId}&pageNum=4&pageSize=5`);
-    expect(beyond).toEqual({ total: 12, rows: [] });
+    expect(beyond).toEqual({ total: 12, totalExact: true, rows: [] });
     const all = await list(`tenantParent=${parent.tenantId}&pageSize=1000`);
     expect(all.rows).toHaveLength(12);
     // Paging is stable: pages of 5 concatenate to the whole.
@@ -696,7 +696,7 @@ describe('list', () => {
     expect(combined.rows.map((r) => r.tenantName)).toEqual([`${prefix}-12`]);
     expect(combined.total).toBe(1);
     expect((await list(`tenantParent=${children[0]!.tenantId}`)).rows.map((r) => r.tenantName)).toEqual([`${prefix}-grand`]);
-    expect(await list('tenantParent=999999')).toEqual({ total: 0, rows: [] });
+    expect(await list('tenantParent=999999')).toEqual({ total: 0, totalExact: true, rows: [] });
   });
 
   it('total counts every match, not just the page', async () => {

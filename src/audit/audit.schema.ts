@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { PageOf, PageParams } from '../core/common.schema.js';
+import { BoundedPageOf, PageParams } from '../core/common.schema.js';
 import { ACTIONS, ENTITY_TYPES } from './audit.record.js';
 
 const literals = (values: readonly string[]) => Type.Union(values.map((v) => Type.Literal(v)));
@@ -39,7 +39,7 @@ export const AuditListQuery = Type.Object({
   ...PageParams,
 });
 
-export const AuditPage = PageOf(Type.Ref('AuditRecord'));
+export const AuditPage = BoundedPageOf(Type.Ref('AuditRecord'));
 
 export const ChangesQuery = Type.Object({
   after: Type.Optional(Cursor),

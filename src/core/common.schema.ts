@@ -54,6 +54,24 @@ export const PageParams = {
 /** `{total, rows}`: one page of `row`s and how many there are in all. */
 export const PageOf = (row: TSchema, options: { $id?: string } = {}) => Type.Object({ total: Type.Integer(), rows: Type.Array(row) }, options);
 
+/**
+ * `{total, totalExact, rows}`: a page of a list that may hold millions of
+ * rows, whose counting stops (db/page.ts boundedPageOf). `total` is exact
+ * while `totalExact` is true; otherwise it is a lower bound, and the rows go
+ * on past it.
+ */
+export const BoundedPageOf = (row: TSchema, options: { $id?: string } = {}) =>
+  Type.Object(
+    {
+      total: Type.Integer({ description: 'How many rows match; a lower bound when totalExact is false' }),
+      totalExact: Type.Boolean({
+        description: 'False when counting stopped at 1,000 rows, or at the end of the page asked for if that is further: more rows match than total',
+      }),
+      rows: Type.Array(row),
+    },
+    options,
+  );
+
 export const Phone = Type.String({ maxLength: 20, pattern: '^[0-9 +-]*$', description: 'Digits, spaces, + and -' });
 /** A calendar day. */
 export const Day = Type.String({ format: 'date', pattern: '^(?!0000)\\d{4}-\\d{2}-\\d{2}$', description: 'YYYY-MM-DD, year 0001 or later' });

@@ -7,12 +7,23 @@ import { isSuperadmin, type Caller } from './caller.js';
 // for a row already read.
 
 /**
- * Rule: the rows of `alias` (a sys_tenant row: tenant_id and ancestors, the
- * comma-separated codes above it) that are `root` or lie below it.
+ * Rule: the rows of `alias` (a sys_tenant row) that are `root` or lie below
+ * it. The same set as "root is in their ancestors path", found by walking
+ * down from `root` through the parent index (tenant_parent never changes, so
+ * the parent links and the paths agree), so the cost follows the size of the
+ * subtree, not of the whole tenant table: reading and splitting every
+ * tenant's path made a small tenant's list 18 times slower among 10,000
+ * tenants than alone.
  */
 export function inTenantSubtree(sql: Db, alias: string, root: string) {
-  const t = sql(alias);
-  return sql`(${t}.tenant_id = ${root} OR ${root} = ANY (string_to_array(${t}.ancestors, ',')))`;
+  // An array computed once (an InitPlan), so the codes probe the unique index on tenant_id; as an IN
+  // subquery the planner guessed the walk's size and hashed it against a scan of every tenant.
+  return sql`${sql(alias)}.tenant_id = ANY (ARRAY(
+    WITH RECURSIVE subtree (tenant_id) AS (
+      SELECT ${root}::text
+      UNION ALL
+      SELECT c.tenant_id FROM sys_tenant c JOIN subtree p ON c.tenant_parent = p.tenant_id)
+    SELECT tenant_id FROM subtree))`;
 }
 
 /** Rule: a tenant whose ancestor path is `ancestors` lies strictly below `root`. */

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Audit, Nullable, PageOf, PageParams, RefTo, Status } from '../core/common.schema.js';
+import { Audit, BoundedPageOf, Nullable, PageParams, RefTo, Status } from '../core/common.schema.js';
 import { USER_NAME_MAX } from '../core/limits.js';
 import { propertiesOf } from '../db/fields.js';
 import { PACKAGE_FIELDS, QUOTA_FIELDS, RULE_FIELDS, TENANT_FIELDS, TenantCode } from './tenant.fields.js';
@@ -89,7 +89,7 @@ export const TenantListQuery = Type.Object({
   ...PageParams,
 });
 
-export const TenantPage = PageOf(Type.Ref('Tenant'), { $id: 'TenantPage' });
+export const TenantPage = BoundedPageOf(Type.Ref('Tenant'), { $id: 'TenantPage' });
 
 export type Tenant = Static<typeof Tenant>;
 export type TenantCreate = Static<typeof TenantCreate>;

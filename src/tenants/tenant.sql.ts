@@ -9,7 +9,7 @@ import { createDept } from '../depts/dept.sql.js';
 import { createUser } from '../users/user.sql.js';
 import { containing } from '../db/sql.helpers.js';
 import { AUDIT_FIELDS, fromRow, selectList, writeColumns } from '../db/fields.js';
-import { pageOf } from '../db/page.js';
+import { boundedPageOf } from '../db/page.js';
 import type { Tenant, TenantCreate, TenantListQuery, TenantUpdate } from './tenant.schema.js';
 import { PACKAGE_FIELDS, QUOTA_FIELDS, RULE_FIELDS, TENANT_FIELDS } from './tenant.fields.js';
 import {
@@ -62,14 +62,14 @@ export async function getTenant(sql: Db, caller: Caller, id: string): Promise<Te
   return row && toTenant(row);
 }
 
-export async function listTenants(sql: Db, caller: Caller, query: TenantListQuery): Promise<{ total: number; rows: Tenant[] }> {
+export async function listTenants(sql: Db, caller: Caller, query: TenantListQuery): Promise<{ total: number; totalExact: boolean; rows: Tenant[] }> {
   const from = sql`
     sys_tenant t WHERE ${liveTenantsVisibleTo(sql, caller)}
     ${query.tenantName !== undefined ? sql`AND t.tenant_name LIKE ${containing(query.tenantName)}` : sql``}
     ${query.status !== undefined ? sql`AND t.status = ${query.status}` : sql``}
     ${query.tenantParent !== undefined ? sql`AND t.tenant_parent = ${query.tenantParent}` : sql``}`;
-  const page = await pageOf<Record<string, unknown>>(sql, { select: COLUMNS(sql), from, orderBy: sql`t.id` }, query);
-  return { total: page.total, rows: page.rows.map(toTenant) };
+  const page = await boundedPageOf<Record<string, unknown>>(sql, { select: COLUMNS(sql), from, orderBy: sql`t.id` }, query);
+  return { ...page, rows: page.rows.map(toTenant) };
 }
 
 // ---------------------------------------------------------------- writes (each inside one transaction)

@@ -306,6 +306,11 @@ async function judgeOne(connection: postgres.ReservedSql, text: string, tenantCo
   }
 }
 
+/** The scope rule's subtree of tenants (src/identity/scope.ts inTenantSubtree), as the statement text reads. */
+const SUBTREE =
+  '"s"\\.tenant_id = ANY \\(ARRAY\\( WITH RECURSIVE subtree \\(tenant_id\\) AS \\( SELECT \\$\\d+::text UNION ALL ' +
+  'SELECT c\\.tenant_id FROM sys_tenant c JOIN subtree p ON c\\.tenant_parent = p\\.tenant_id\\) SELECT tenant_id FROM subtree\\)\\)';
+
 /**
  * Statements that reach across tenants by design: each runs on the
  * coordinator under Citus as a multi-shard query (docs/scale-out.md).
@@ -328,21 +333,24 @@ export const ALLOWLIST: readonly Allowed[] = [
     reason: "the purge of expired login locks (src/auth/auth.sql.ts): clears every tenant's stale counters by age",
   },
   {
-    statement:
-      /audit_log a WHERE a\.position IS NOT NULL AND a\.tenant_id IN \(SELECT s\.tenant_id FROM sys_tenant s WHERE (true|\("s"\.tenant_id = \$\d+ OR \$\d+ = ANY \(string_to_array\("s"\.ancestors, ','\)\)\))\)/,
+    statement: new RegExp(
+      `(FROM audit_log a WHERE a\\.position IS NOT NULL|\\(SELECT s\\.tenant_id FROM sys_tenant s WHERE ${SUBTREE}\\) v CROSS JOIN LATERAL \\( SELECT a\\.\\* FROM audit_log a WHERE a\\.tenant_id = v\\.tenant_id AND a\\.position IS NOT NULL)`,
+    ),
     unpinned: ['audit_log'],
     reason:
       "the audit list, its count and the change feed of a superadmin (every tenant) or an admin (its tenant and those below, src/identity/scope.ts): reads several tenants' records by design",
   },
   {
-    statement:
-      /^UPDATE auth_session SET revoked_at = now\(\) WHERE revoked_at IS NULL AND tenant_id IN \(SELECT s\.tenant_id FROM sys_tenant s WHERE \("s"\.tenant_id = \$1 OR \$2 = ANY \(string_to_array\("s"\.ancestors, ','\)\)\)\)$/,
+    statement: new RegExp(
+      `^UPDATE auth_session SET revoked_at = now\\(\\) WHERE revoked_at IS NULL AND tenant_id IN \\(SELECT s\\.tenant_id FROM sys_tenant s WHERE ${SUBTREE}\\)$`,
+    ),
     unpinned: ['auth_session'],
     reason: 'ending the sessions of a disabled or deleted tenant and of every tenant below it (src/auth/auth.sql.ts): a subtree of tenants by design',
   },
   {
-    statement:
-      /^UPDATE sys_api_key SET revoke_time = now\(\), revoke_by = \$1 WHERE revoke_time IS NULL AND tenant_id IN \(SELECT s\.tenant_id FROM sys_tenant s WHERE \("s"\.tenant_id = \$2 OR \$3 = ANY \(string_to_array\("s"\.ancestors, ','\)\)\)\)$/,
+    statement: new RegExp(
+      `^UPDATE sys_api_key SET revoke_time = now\\(\\), revoke_by = \\$1 WHERE revoke_time IS NULL AND tenant_id IN \\(SELECT s\\.tenant_id FROM sys_tenant s WHERE ${SUBTREE}\\)$`,
+    ),
     unpinned: ['sys_api_key'],
     reason:
       'revoking the API keys of a disabled or deleted tenant and of every tenant below it (src/auth/auth.sql.ts): a subtree of tenants by design',

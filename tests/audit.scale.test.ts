@@ -1,0 +1,173 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, Client, type TestApp } from './support/app.js';
+
+// docs/api-rules.md#paging and #audit-trail-and-change-feed, read across
+// many tenants: an admin's pages merge the records of its tenants newest
+// first, the change feed skips other tenants' records, the superadmin sees
+// every record, and lists that outgrow 1,000 rows say that their total is a
+// lower bound. bench/scale.bench.ts measures the same reads at 10,000
+// tenants; this file holds the rules.
+
+let t: TestApp;
+beforeAll(async () => {
+  t = await buildTestApp();
+});
+afterAll(async () => t?.close());
+
+interface Page<T> {
+  total: number;
+  totalExact: boolean;
+  rows: T[];
+}
+interface AuditRecord {
+  id: string;
+  tenantId: string;
+  action: string;
+  userName: string;
+}
+interface TenantDto {
+  id: string;
+  tenantId: string;
+}
+
+async function page<T>(client: Client, path: string): Promise<Page<T>> {
+  const res = await client.get(path);
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body.data as Page<T>;
+}
+
+/** A tenant under `parent` with its admin signed in. */
+async function childTenant(parent: Client, marker: string) {
+  const res = await parent.post('/system/tenant-api', {
+    tenantName: marker,
+    companyName: `${marker} ${Math.random()}`,
+    contactUserName: 'C',
+    contactPhone: '1',
+    username: 'admin',
+    password: 'tenant-admin-pw',
+  });
+  expect(res.status).toBe(200);
+  const id = String(res.headers.location).split('/').pop()!;
+  const tenantId = (await parent.get(`/system/tenant-api/${id}`)).body.data.tenantId as string;
+  return { tenantId, admin: await t.login(tenantId, 'admin', 'tenant-admin-pw') };
+}
+
+/**
+ * `count` positioned records of `tenantIds` (round-robin), written as the
+ * sequencer would leave them: positions after the last one handed out.
+ */
+async function positionedRecords(tenantIds: string[], count: number, action = 'dept.update'): Promise<void> {
+  await t.sql`
+    WITH f AS (SELECT last_position FROM audit_feed WHERE id = 1)
+    INSERT INTO audit_log (position, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, changes)
+    SELECT f.last_position + g, (${tenantIds}::text[])[1 + g % ${tenantIds.length}], 'bulk', '000000', ${action}, 'dept', g::text, '{}'
+    FROM f, generate_series(1, ${count}) g`;
+  await t.sql`UPDATE audit_feed SET last_position = (SELECT max(position) FROM audit_log) WHERE id = 1`;
+}
+
+describe('an admin reading across its tenants', () => {
+  let top: Awaited<ReturnType<typeof childTenant>>;
+  let mid: Awaited<ReturnType<typeof childTenant>>;
+  let leaf: Awaited<ReturnType<typeof childTenant>>;
+  let other: Awaited<ReturnType<typeof childTenant>>;
+
+  beforeAll(async () => {
+    // 000000 > top > mid > leaf, and `other` beside top, whose records interleave with theirs.
+    top = await childTenant(t.root, 'ScaleTop');
+    mid = await childTenant(top.admin, 'ScaleMid');
+    leaf = await childTenant(mid.admin, 'ScaleLeaf');
+    other = await childTenant(t.root, 'ScaleOther');
+    await positionedRecords([other.tenantId, mid.tenantId, other.tenantId, leaf.tenantId, other.tenantId, other.tenantId], 60);
+  });
+
+  it("pages an admin's records newest first across its tenants, the same rows the superadmin sees for them", async () => {
+    const mine = new Set([mid.tenantId, leaf.tenantId]);
+    const everything = await page<AuditRecord>(t.root, '/system/audit-api/list?pageSize=1000');
+    const expected = everything.rows.filter((r) => mine.has(r.tenantId)).map((r) => r.id);
+    expect(expected.length).toBeGreaterThan(20);
+    const paged: string[] = [];
+    for (let p = 1; paged.length < expected.length + 1 && p < 50; p++) {
+      const got = await page<AuditRecord>(mid.admin, `/system/audit-api/list?pageSize=7&pageNum=${p}`);
+      expect(got).toMatchObject({ total: expected.length, totalExact: true });
+      if (got.rows.length === 0) break;
+      paged.push(...got.rows.map((r) => r.id));
+    }
+    expect(paged).toEqual(expected);
+    // Filters apply within each tenant's run.
+    const leafOnly = await page<AuditRecord>(mid.admin, `/system/audit-api/list?pageSize=1000&tenantId=${leaf.tenantId}&userName=bulk`);
+    expect(leafOnly.rows.length).toBe(10);
+    expect(leafOnly.rows.every((r) => r.tenantId === leaf.tenantId)).toBe(true);
+  });
+
+  it('follows the change feed from a cursor with only its tenants, in order, past the records of others', async () => {
+    const mine = new Set([mid.tenantId, leaf.tenantId]);
+    const all = (await page<AuditRecord>(t.root, '/system/audit-api/list?pageSize=1000')).rows.reverse();
+    const start = all[Math.floor(all.length / 3)]!.id;
+    const expected = all.filter((r) => mine.has(r.tenantId) && BigInt(r.id) > BigInt(start)).map((r) => r.id);
+    const got: string[] = [];
+    let cursor = start;
+    for (let i = 0; i < 100; i++) {
+      const res = await mid.admin.get(`/system/audit-api/changes?after=${cursor}&limit=4`);
+      expect(res.status).toBe(200);
+      const { events, cursor: next } = res.body.data as { events: AuditRecord[]; cursor: string };
+      got.push(...events.map((e) => e.id));
+      cursor = next;
+      if (events.length < 4) break;
+    }
+    expect(got).toEqual(expected);
+  });
+
+  it('shows the superadmin a failed login that named a tenant which does not exist; no admin sees it', async () => {
+    const res = await t.anon.post('/auth/login', { tenantId: '999998', username: 'nobody', password: 'wrong-password' });
+    expect(res.status).toBe(401);
+    const seen = await page<AuditRecord>(t.root, '/system/audit-api/list?tenantId=999998');
+    expect(seen.rows).toMatchObject([{ tenantId: '999998', action: 'auth.login_failed', userName: 'nobody' }]);
+    expect((await page<AuditRecord>(top.admin, '/system/audit-api/list?tenantId=999998')).rows).toEqual([]);
+  });
+});
+
+describe('lists past 1,000 rows', () => {
+  it('count the audit trail up to 1,000 or the end of the page asked for, then say the total is a lower bound', async () => {
+    const big = await childTenant(t.root, 'ScaleBig');
+    await positionedRecords([big.tenantId], 1_006, 'dept.create');
+    for (const client of [t.root, big.admin]) {
+      const first = await page<AuditRecord>(client, `/system/audit-api/list?tenantId=${big.tenantId}&action=dept.create`);
+      expect(first).toMatchObject({ total: 1_000, totalExact: false });
+      expect(first.rows).toHaveLength(10);
+      // Page 101 ends at row 1,010: counting goes that far, so the total is exact again
+      // (1,006 and the provisioned root department's record).
+      const last = await page<AuditRecord>(client, `/system/audit-api/list?tenantId=${big.tenantId}&action=dept.create&pageNum=101`);
+      expect(last).toMatchObject({ total: 1_007, totalExact: true });
+      expect(last.rows).toHaveLength(7);
+      // Below the bound, exact as before.
+      const few = await page<AuditRecord>(client, `/system/audit-api/list?tenantId=${big.tenantId}&action=tenant.delete`);
+      expect(few).toMatchObject({ total: 0, totalExact: true, rows: [] });
+    }
+  });
+
+  it('count the tenant list the same way; an admin of a small tenant elsewhere still sees only its own', async () => {
+    const big = await childTenant(t.root, 'ScaleWide');
+    const small = await childTenant(t.root, 'ScaleSmall');
+    const [parent] = await t.sql<{ path: string }[]>`SELECT ancestors || ',' || tenant_id AS path FROM sys_tenant WHERE tenant_id = ${big.tenantId}`;
+    await t.sql`
+      INSERT INTO sys_tenant (tenant_parent, ancestors, tenant_name, company_name, contact_user_name, contact_phone, create_by)
+      SELECT ${big.tenantId}, ${parent!.path}, 'Wide ' || g, 'Wide company ' || g || ' ' || ${big.tenantId}, 'C', '1', 'test'
+      FROM generate_series(1, 1005) g`;
+    // The tenant itself and 1,005 below it.
+    const first = await page<TenantDto>(big.admin, '/system/tenant-api/list?pageSize=10');
+    expect(first).toMatchObject({ total: 1_000, totalExact: false });
+    expect(first.rows).toHaveLength(10);
+    const last = await page<TenantDto>(big.admin, '/system/tenant-api/list?pageSize=10&pageNum=101');
+    expect(last).toMatchObject({ total: 1_006, totalExact: true });
+    expect(last.rows).toHaveLength(6);
+    const named = await page<TenantDto>(big.admin, `/system/tenant-api/list?tenantName=${encodeURIComponent('Wide 100')}`);
+    // "Wide 100" and "Wide 1000" to "Wide 1005".
+    expect(named).toMatchObject({ total: 7, totalExact: true });
+    expect(await page<TenantDto>(small.admin, '/system/tenant-api/list')).toMatchObject({
+      total: 1,
+      totalExact: true,
+      rows: [{ tenantId: small.tenantId }],
+    });
+    expect((await page<TenantDto>(t.root, '/system/tenant-api/list')).totalExact).toBe(false);
+  });
+});
