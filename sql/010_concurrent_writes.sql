@@ -35,37 +35,7 @@ BEGIN
   RETURN NULL;
 END $$;
 
--- 2. A write's audit record goes in with the write's own statement (a
---    data-modifying CTE), not one round trip later, so `changes` is computed
---    in the database from the row images: the same rules as values() and
---    diff() in src/audit/audit.record.ts (a test holds them equal).
---    The keys under their API names (snake_case to camelCase), secrets and
---    bookkeeping columns left out.
---    PL/pgSQL rather than SQL functions: a SQL function that cannot be
---    inlined is planned again in every statement that calls it, a PL/pgSQL
---    function's queries are planned once per session.
-CREATE FUNCTION audit_values(image jsonb) RETURNS jsonb
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
-BEGIN
-  RETURN (
-    SELECT coalesce(jsonb_object_agg(lower(left(e.key, 1)) || substr(replace(initcap(e.key), '_', ''), 2), e.value), '{}'::jsonb)
-    FROM jsonb_each(image) AS e
-    WHERE e.key NOT IN ('password_hash', 'del_flag', 'create_by', 'create_time', 'update_by', 'update_time')
-      AND e.key !~* 'password|hash|token|secret');
-END $$;
-
--- {field: {before, after}} of just the fields that differ.
-CREATE FUNCTION audit_diff(before jsonb, after jsonb) RETURNS jsonb
-LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
-BEGIN
-  RETURN (
-    SELECT coalesce(jsonb_object_agg(a.key, jsonb_build_object('before', coalesce(b.value, 'null'::jsonb), 'after', a.value)), '{}'::jsonb)
-    FROM jsonb_each(audit_values(after)) AS a
-    LEFT JOIN jsonb_each(audit_values(before)) AS b ON b.key = a.key
-    WHERE b.value IS DISTINCT FROM a.value);
-END $$;
-
--- 3. A record is written twice: inserted by its write without a position,
+-- 2. A record is written twice: inserted by its write without a position,
 --    then updated by the sequencer with one. Until then the position and
 --    per-tenant indexes have nothing to find it by (every reader asks for
 --    positioned records), so they leave unpositioned rows out: the insert,

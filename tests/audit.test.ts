@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, buildTestApp, Client, createdId, createUserAndLogin, type TestApp } from './support/app.js';
 import { createTenantWithAdmin } from './support/tenants.js';
 import { purgeAudit } from '../src/audit/audit.sql.js';
-import { diff, values, type RowImage } from '../src/audit/audit.record.js';
+import { diff, diffSql, values, valuesSql, type RowImage } from '../src/audit/audit.record.js';
 
 // docs/api-rules.md#audit-trail-and-change-feed: one record per change, in the change's transaction; the
 // list with its filters and tenant-hierarchy visibility; the cursor feed;
@@ -108,7 +108,7 @@ describe('records of department writes', () => {
     expect(removed.records.find((r) => r.entityId === String(deptId))!.changes).toMatchObject({ deptName: 'Sales EU', parentId: other });
   });
 
-  it("records made in the write's statement (audit_values, audit_diff) say what values() and diff() say", async () => {
+  it("records made in the write's statement (valuesSql, diffSql) say what values() and diff() say", async () => {
     // The department writes compute `changes` in SQL; every other write in JS. Same rules, both ways:
     // API names, no secrets, no bookkeeping columns, just the fields that differ.
     const { admin, rootDeptId } = await createTenantWithAdmin(t);
@@ -121,8 +121,8 @@ describe('records of department writes', () => {
     for (const [i, { image }] of images.entries()) {
       const other = images[(i + 1) % images.length]!.image;
       const [sql] = await t.sql<{ values: unknown; diff: unknown }[]>`
-        SELECT audit_values(${JSON.stringify(image)}::text::jsonb) AS values,
-          audit_diff(${JSON.stringify(other)}::text::jsonb, ${JSON.stringify(image)}::text::jsonb) AS diff`;
+        SELECT ${valuesSql(t.sql, t.sql`${JSON.stringify(image)}::text::jsonb`)} AS values,
+          ${diffSql(t.sql, t.sql`${JSON.stringify(other)}::text::jsonb`, t.sql`${JSON.stringify(image)}::text::jsonb`)} AS diff`;
       expect(sql!.values).toEqual(values(image));
       expect(sql!.diff).toEqual(diff(other, image));
     }

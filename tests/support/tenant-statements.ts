@@ -48,8 +48,6 @@ const REFERENCE = ['sys_tenant', 'app_setting', 'audit_feed', 'schema_migrations
 /** Our functions a statement may call: they touch no tenant-owned table. Any other of ours fails the statement. */
 const HARMLESS_FUNCTIONS: Record<string, string> = {
   next_snowflake_id: 'reads a sequence only',
-  audit_values: 'computes from its argument only, reads no table',
-  audit_diff: 'computes from its arguments only, reads no table',
 };
 
 /** A statement that reaches across tenants on purpose, and why. */
