@@ -53,8 +53,8 @@ export function chartEtag(tenantId: string, version: string, kind: ChartKind, qu
 // route's serializer produced before). The database writes the text of every
 // field up to createBy (to_json escapes strings exactly as JSON.stringify
 // does); the times leave as epoch milliseconds and are formatted here, in the
-// process time zone, like everywhere else. The object is left open so a tree
-// node can append its children.
+// process time zone, like everywhere else. The object is left open: `list`
+// closes it. (`tree` writes the same text in JavaScript, treeText below.)
 const ROW_COLUMNS = (sql: Db) => sql`
   '{"deptId":' || dept_id || ',"parentId":' || parent_id || ',"ancestors":' || to_json(ancestors)::text
     || ',"deptName":' || to_json(dept_name)::text || ',"orderNum":' || order_num
