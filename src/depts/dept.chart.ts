@@ -53,8 +53,8 @@ export function chartEtag(tenantId: string, version: string, kind: ChartKind, qu
 // route's serializer produced before). The database writes the text of every
 // field up to createBy (to_json escapes strings exactly as JSON.stringify
 // does); the times leave as epoch milliseconds and are formatted here, in the
-// process time zone, like everywhere else. The object is left open so a tree
-// node can append its children.
+// process time zone, like everywhere else. The object is left open: `list`
+// closes it. (`tree` writes the same text in JavaScript, treeText below.)
 const ROW_COLUMNS = (sql: Db) => sql`
   '{"deptId":' || dept_id || ',"parentId":' || parent_id || ',"ancestors":' || to_json(ancestors)::text
     || ',"deptName":' || to_json(dept_name)::text || ',"orderNum":' || order_num
@@ -71,8 +71,6 @@ interface ChartRow {
   create_ms: number;
   update_by: string;
   update_ms: number | null;
-  /** tree only: 1 for a root, its parent's depth + 1 below. */
-  depth: number;
 }
 
 const time = (ms: number | null) => (ms === null ? 'null' : `"${formatDateTime(new Date(ms))}"`);
@@ -80,8 +78,9 @@ const objectOf = (r: ChartRow) => `${r.head},"createTime":${time(r.create_ms)},"
 
 const ENVELOPE_HEAD = '{"code":200,"msg":"success","data":[';
 const ENVELOPE_TAIL = ']}';
-const CHILDREN_OPEN = ',"children":[';
-const CLOSE_NODE = ']}';
+const CHILDREN_OPEN = Buffer.from(',"children":[');
+const CLOSE_NODE = Buffer.from(']}');
+const COMMA = Buffer.from(',');
 /** Rows are fetched and written out in batches: a big tenant's rows are never all in memory at once. */
 const BATCH = 2_000;
 const CHUNK = 1 << 20;
@@ -105,6 +104,13 @@ class ChunkWriter {
     this.bytes += written;
   }
 
+  /** Bytes already encoded (a row kept by RowArena). */
+  writeBytes(bytes: Buffer): void {
+    if (this.current.length - this.used < bytes.length) this.next(bytes.length);
+    this.used += bytes.copy(this.current, this.used);
+    this.bytes += bytes.length;
+  }
+
   private next(atLeast: number): void {
     if (this.used > 0) this.chunks.push(this.current.subarray(0, this.used));
     this.current = Buffer.allocUnsafeSlow(Math.max(CHUNK, atLeast));
@@ -126,38 +132,131 @@ function listRows(tx: Db, tenantId: string, query: DeptListQuery) {
     ORDER BY parent_id, order_num, dept_id`;
 }
 
+/** A department's columns as they come for the tree: serialised here rather than in SQL. */
+interface TreeRow {
+  id: number;
+  parent: number;
+  ancestors: string;
+  name: string;
+  order: number;
+  leader: string | null;
+  phone: string | null;
+  email: string | null;
+  status: string;
+  del_flag: string;
+  tenant_id: string;
+  create_by: string;
+  create_ms: number;
+  update_by: string | null;
+  update_ms: number | null;
+}
+
 /**
- * Every live department in the order the tree is written (depth first,
- * children in list order), with its depth, so the nesting is written as the
- * rows stream in. Roots are the departments whose parent is not live (parent
- * 0), in list order. The sort key is the path of (orderNum, deptId) pairs
- * from the root, as bytes (int8send: 8 bytes, big-endian), whose plain
- * comparison is numeric order since ids and order numbers are never negative
- * (CHECK constraints); a node's key is a prefix of its descendants', so it
- * sorts just before them.
+ * Every live department, in no order: one sequential read, no sort and no
+ * JSON built in the database (TreeRows orders and nests them, treeText
+ * writes them: both cheaper here than in SQL, and in embedded mode neither
+ * grows the database's memory, which never shrinks).
  */
 function treeRows(tx: Db, tenantId: string) {
-  return tx<ChartRow[]>`
-    WITH RECURSIVE walk AS (
-      SELECT d.*, 1 AS depth,
-        int8send(d.parent_id) || int8send(d.order_num::bigint) || int8send(d.dept_id) AS path
-      FROM sys_dept d
-      WHERE d.tenant_id = ${tenantId} AND d.del_flag = '0'
-        AND NOT EXISTS (SELECT 1 FROM sys_dept p WHERE p.tenant_id = ${tenantId} AND p.dept_id = d.parent_id AND p.del_flag = '0')
-      UNION ALL
-      SELECT d.*, w.depth + 1,
-        w.path || int8send(d.order_num::bigint) || int8send(d.dept_id)
-      FROM walk w JOIN sys_dept d ON d.tenant_id = ${tenantId} AND d.parent_id = w.dept_id AND d.del_flag = '0'
-    )
-    SELECT ${ROW_COLUMNS(tx)}, depth FROM walk ORDER BY path`;
+  return tx<TreeRow[]>`
+    SELECT dept_id AS id, parent_id AS parent, ancestors, dept_name AS name, order_num AS order, leader, phone, email, status,
+      del_flag, tenant_id, create_by, (extract(epoch FROM create_time) * 1000)::float8 AS create_ms,
+      update_by, (extract(epoch FROM update_time) * 1000)::float8 AS update_ms
+    FROM sys_dept WHERE ${listFilter(tx, tenantId, {})}`;
 }
+
+const json = (text: string | null) => (text === null ? 'null' : JSON.stringify(text));
+
+/** The same text as objectOf (JSON.stringify escapes strings as to_json does), left open for the children. */
+const treeText = (r: TreeRow) =>
+  `{"deptId":${r.id},"parentId":${r.parent},"ancestors":${json(r.ancestors)},"deptName":${json(r.name)},"orderNum":${r.order}` +
+  `,"leader":${json(r.leader)},"phone":${json(r.phone)},"email":${json(r.email)},"status":${json(r.status)},"delFlag":${json(r.del_flag)}` +
+  `,"tenantId":${json(r.tenant_id)},"createBy":${json(r.create_by)},"createTime":${time(r.create_ms)},"updateBy":${json(r.update_by)}` +
+  `,"updateTime":${time(r.update_ms)}`;
+
+/**
+ * A tree's rows as they are read: each row's JSON kept as UTF-8 in 1 MiB
+ * slabs (about the size of the finished tree, a fraction of what the row
+ * objects or their strings would hold), and per row only its id, parent,
+ * order number and where its bytes are.
+ */
+class TreeRows {
+  private readonly slabs: Buffer[] = [];
+  private slab = Buffer.allocUnsafeSlow(0);
+  private used = 0;
+  private readonly ids: number[] = [];
+  private readonly parents: number[] = [];
+  private readonly orders: number[] = [];
+  /** Per row: its slab, and its bytes' start and end in it. */
+  private readonly where: number[] = [];
+
+  add(r: TreeRow): void {
+    const text = treeText(r);
+    if (this.slab.length - this.used < text.length * 3) {
+      this.slab = Buffer.allocUnsafeSlow(Math.max(CHUNK, text.length * 3));
+      this.slabs.push(this.slab);
+      this.used = 0;
+    }
+    const start = this.used;
+    this.used += this.slab.write(text, start);
+    this.ids.push(r.id);
+    this.parents.push(r.parent);
+    this.orders.push(r.order);
+    this.where.push(this.slabs.length - 1, start, this.used);
+  }
+
+  private bytesOf(row: number): Buffer {
+    const at = row * 3;
+    return this.slabs[this.where[at]!]!.subarray(this.where[at + 1], this.where[at + 2]);
+  }
+
+  /**
+   * Writes the rows nested, depth first, exactly as toTree(listDepts) nests
+   * them: roots (rows whose parent is not live) in list order (parentId,
+   * orderNum, deptId), each node's children in list order (orderNum,
+   * deptId). Iterative, so depth costs no stack.
+   */
+  writeTo(out: ChunkWriter): void {
+    const { ids, parents, orders } = this;
+    const inListOrder = (a: number, b: number) => orders[a]! - orders[b]! || ids[a]! - ids[b]!;
+    const children = new Map<number, number[]>();
+    for (let row = 0; row < ids.length; row++) {
+      const siblings = children.get(parents[row]!);
+      if (siblings) siblings.push(row);
+      else children.set(parents[row]!, [row]);
+    }
+    for (const siblings of children.values()) siblings.sort(inListOrder);
+    const live = new Set(ids);
+    const roots = [...children.keys()]
+      .filter((parent) => !live.has(parent))
+      .sort((a, b) => a - b)
+      .flatMap((parent) => children.get(parent)!);
+    // Per open node: its children and how many of them are written.
+    const open: { rows: number[]; next: number }[] = [{ rows: roots, next: 0 }];
+    while (open.length > 0) {
+      const level = open[open.length - 1]!;
+      if (level.next === level.rows.length) {
+        open.pop();
+        if (open.length > 0) out.writeBytes(CLOSE_NODE);
+        continue;
+      }
+      const row = level.rows[level.next++]!;
+      if (level.next > 1) out.writeBytes(COMMA);
+      out.writeBytes(this.bytesOf(row));
+      out.writeBytes(CHILDREN_OPEN);
+      open.push({ rows: children.get(ids[row]!) ?? NONE, next: 0 });
+    }
+  }
+}
+
+const NONE: number[] = [];
 
 /**
  * Reads the version and the rows in one REPEATABLE READ snapshot, so the
  * bytes are never labelled with a version they do not belong to, and writes
- * the envelope. `list` is written in row order; `tree` nests the rows as they
- * come (depth first): a node opens `,"children":[`, and the next row's depth
- * says how many open nodes to close before it.
+ * the envelope. `list` is written in row order as the rows come. `tree` reads
+ * the same rows in one sequential scan (no recursive walk, no sort in the
+ * database), keeps them as bytes, then orders and writes them nested.
  */
 async function buildChart(
   sql: Sql,
@@ -180,22 +279,11 @@ async function buildChart(
           }
         });
       } else {
-        // The path sort of a big tenant's rows stays in memory rather than spilling to disk.
-        await tx`SET LOCAL work_mem = '64MB'`;
-        let open = 0;
-        await treeRows(tx, tenantId).cursor(BATCH, (rows) => {
-          for (const r of rows) {
-            // A first child (depth open + 1) follows its parent's `[`; anything else closes down to its level.
-            let text = '';
-            if (r.depth <= open) {
-              text = CLOSE_NODE.repeat(open - r.depth + 1) + ',';
-              open = r.depth - 1;
-            }
-            out.write(`${text}${objectOf(r)}${CHILDREN_OPEN}`);
-            open++;
-          }
+        const rows = new TreeRows();
+        await treeRows(tx, tenantId).cursor(BATCH, (batch) => {
+          for (const r of batch) rows.add(r);
         });
-        out.write(CLOSE_NODE.repeat(open));
+        rows.writeTo(out);
       }
       out.write(ENVELOPE_TAIL);
       const bytes = out.bytes;
