@@ -303,6 +303,8 @@ async function startBoth<W>(prepared: Prepared<W>) {
     ...prepared.serviceEnv,
     ...tracing,
     MANAGEMENT_PORT: String(MANAGEMENT_PORT),
+    // As the image sets it (Dockerfile) and npm start does.
+    MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
   });
   const baseline = start('baseline', ['--import', 'tsx', 'bench/baseline.server.ts'], BASELINE_PORT, prepared.baselineEnv);
   await Promise.all([waitReady(service, '/readyz'), waitReady(baseline, '/system/dept-api/list')]);
