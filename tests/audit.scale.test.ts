@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, Client, type TestApp } from './support/app.js';
+import { childTenant as childTenantOf } from './support/tenants.js';
 
 // docs/api-rules.md#paging and #audit-trail-and-change-feed, read across
 // many tenants: an admin's pages merge the records of its tenants newest
@@ -36,21 +37,7 @@ async function page<T>(client: Client, path: string): Promise<Page<T>> {
   return res.body.data as Page<T>;
 }
 
-/** A tenant under `parent` with its admin signed in. */
-async function childTenant(parent: Client, marker: string) {
-  const res = await parent.post('/system/tenant-api', {
-    tenantName: marker,
-    companyName: `${marker} ${Math.random()}`,
-    contactUserName: 'C',
-    contactPhone: '1',
-    username: 'admin',
-    password: 'tenant-admin-pw',
-  });
-  expect(res.status).toBe(200);
-  const id = String(res.headers.location).split('/').pop()!;
-  const tenantId = (await parent.get(`/system/tenant-api/${id}`)).body.data.tenantId as string;
-  return { tenantId, admin: await t.login(tenantId, 'admin', 'tenant-admin-pw') };
-}
+const childTenant = (parent: Client, marker: string) => childTenantOf(t, parent, marker);
 
 /**
  * `count` positioned records of `tenantIds` (round-robin), written as the

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, buildTestApp, Client, createdId, createUserAndLogin, type TestApp } from './support/app.js';
-import { createTenantWithAdmin } from './support/tenants.js';
+import { childTenant as childTenantOf, createTenantWithAdmin } from './support/tenants.js';
 import { purgeAudit } from '../src/audit/audit.sql.js';
 import { diff, diffSql, values, valuesSql, type RowImage } from '../src/audit/audit.record.js';
 
@@ -321,20 +321,9 @@ describe('GET /system/audit-api/list', () => {
 
   /** A tenant under `parent` (made by the parent's admin) with its own admin signed in and one department written. */
   async function childTenant(parent: Client, marker: string) {
-    const res = await parent.post('/system/tenant-api', {
-      tenantName: marker,
-      companyName: `${marker} ${Math.random()}`,
-      contactUserName: 'C',
-      contactPhone: '1',
-      username: 'admin',
-      password: 'tenant-admin-pw',
-    });
-    expect(res.status).toBe(200);
-    const id = String(res.headers.location).split('/').pop()!;
-    const tenantId = (await parent.get(`/system/tenant-api/${id}`)).body.data.tenantId as string;
-    const admin = await t.login(tenantId, 'admin', 'tenant-admin-pw');
-    expect((await admin.post('/system/dept-api', { parentId: 0, deptName: marker })).status).toBe(200);
-    return { tenantId, admin };
+    const child = await childTenantOf(t, parent, marker);
+    expect((await child.admin.post('/system/dept-api', { parentId: 0, deptName: marker })).status).toBe(200);
+    return child;
   }
 
   beforeAll(async () => {

@@ -29,3 +29,24 @@ export async function createTenantWithAdmin(
   const depts = await admin.get('/system/dept-api/list?parentId=0');
   return { tenantId, rootDeptId: depts.body.data[0].deptId as number, admin };
 }
+
+/**
+ * A tenant made by `parent`'s admin, so it hangs under `parent`'s tenant,
+ * with its own `admin` signed in: for the tests of what one level of the
+ * tenant hierarchy sees of another.
+ */
+export async function childTenant(t: TestApp, parent: Client, marker: string): Promise<{ tenantId: string; admin: Client }> {
+  const password = 'tenant-admin-pw';
+  const res = await parent.post('/system/tenant-api', {
+    tenantName: marker,
+    companyName: `${marker} ${Math.random()}`,
+    contactUserName: 'C',
+    contactPhone: '1',
+    username: 'admin',
+    password,
+  });
+  if (res.status !== 200) throw new Error(`tenant create failed: ${JSON.stringify(res.body)}`);
+  const id = String(res.headers.location).split('/').pop();
+  const tenantId = (await parent.get(`/system/tenant-api/${id}`)).body.data.tenantId as string;
+  return { tenantId, admin: await t.login(tenantId, 'admin', password) };
+}
