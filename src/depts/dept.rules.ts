@@ -98,33 +98,33 @@ export interface MovedSubtree {
  * under the subtree while it is being locked is either waited for, and then
  * committed before the next pass, or waits for the move and then reads its
  * parent's new path. Each pass walks the subtree afresh (a recursive CTE down
- * the children index) and locks the rows this transaction does not hold yet
- * (a row it has locked carries its transaction id as xmax); the passes end
- * when one finds none: nobody else can then add to the subtree or take from
- * it, and that last walk answers two rules exactly:
+ * the children index) and locks it; the passes end when one finds no row an
+ * earlier pass had not already locked: nobody else can then add to the
+ * subtree or take from it, and that last walk answers two rules exactly:
  * - cycles: a department never goes under one of its own descendants
  *   (assertNoCycle), i.e. the new parent is not in the walk;
  * - depth: how far the subtree reaches below the department (assertDepthFits).
  */
 export async function lockSubtree(tx: Tx, tenantId: string, deptId: number, newParentId: number): Promise<MovedSubtree> {
+  let locked: number[] = [];
   for (;;) {
-    const [pass] = await tx<(MovedSubtree & { fresh: number })[]>`
+    const [pass] = await tx<(MovedSubtree & { fresh: number[] })[]>`
       WITH RECURSIVE subtree AS (
         SELECT dept_id, del_flag, 0 AS depth FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${deptId}
         UNION ALL
         SELECT d.dept_id, d.del_flag, s.depth + 1 FROM sys_dept d JOIN subtree s ON d.tenant_id = ${tenantId} AND d.parent_id = s.dept_id
-      ), fresh AS (
+      ), locked AS (
         SELECT dept_id FROM sys_dept
-        WHERE tenant_id = ${tenantId} AND dept_id IN (SELECT dept_id FROM subtree) AND xmax <> pg_current_xact_id()::xid
+        WHERE tenant_id = ${tenantId} AND dept_id IN (SELECT dept_id FROM subtree)
         ORDER BY dept_id
         FOR UPDATE
       )
-      SELECT f.fresh, w.holds AS "holdsNewParent", w.below AS "levelsBelow"
-      FROM (SELECT count(*)::int AS fresh FROM fresh) f,
-           (SELECT coalesce(bool_or(dept_id = ${newParentId}), false) AS holds,
-                   coalesce(max(depth) FILTER (WHERE del_flag = '0'), 0)::int AS below
-            FROM subtree) w`;
-    if (pass!.fresh === 0) return pass!;
+      SELECT
+        (SELECT coalesce(array_agg(dept_id), '{}') FROM locked WHERE dept_id NOT IN (SELECT unnest(${locked}::bigint[]))) AS fresh,
+        EXISTS (SELECT 1 FROM subtree WHERE dept_id = ${newParentId}) AS "holdsNewParent",
+        (SELECT coalesce(max(depth), 0) FROM subtree WHERE del_flag = '0')::int AS "levelsBelow"`;
+    if (pass!.fresh.length === 0) return pass!;
+    locked = locked.concat(pass!.fresh.map(Number));
   }
 }
 
