@@ -294,7 +294,7 @@ async function prepare<W = undefined>(size: number, jwtSecret: string, seedMore?
 async function startBoth<W>(prepared: Prepared<W>) {
   cleanupDatabase = prepared.cleanup;
   await pickPorts();
-  // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the service.
+  // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the service; BENCH_BASELINE_NODE_ARGS the baseline.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   // As npm start and the image run it (the young generation capped at 8 MiB per semi-space; see Dockerfile).
   if (MANAGEMENT) MANAGEMENT_PORT = await anyFreePort();
@@ -306,7 +306,12 @@ async function startBoth<W>(prepared: Prepared<W>) {
     // As the image sets it (Dockerfile) and npm start does.
     MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
   });
-  const baseline = start('baseline', ['--import', 'tsx', 'bench/baseline.server.ts'], BASELINE_PORT, prepared.baselineEnv);
+  const baseline = start(
+    'baseline',
+    [...(process.env.BENCH_BASELINE_NODE_ARGS ?? '').split(' ').filter(Boolean), '--import', 'tsx', 'bench/baseline.server.ts'],
+    BASELINE_PORT,
+    prepared.baselineEnv,
+  );
   await Promise.all([waitReady(service, '/readyz'), waitReady(baseline, '/system/dept-api/list')]);
   const login = await fetch(`http://127.0.0.1:${SERVICE_PORT}/auth/login`, {
     method: 'POST',

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, buildTestApp, Client, createdId, createUserAndLogin, type TestApp } from './support/app.js';
 import { childTenant as childTenantOf, createTenantWithAdmin } from './support/tenants.js';
 import { purgeAudit } from '../src/audit/audit.sql.js';
-import { diff, diffSql, values, valuesSql, type RowImage } from '../src/audit/audit.record.js';
+import { diff, diffSql, recordedColumns, values, valuesSql, type RowImage } from '../src/audit/audit.record.js';
 
 // docs/api-rules.md#audit-trail-and-change-feed: one record per change, in the change's transaction; the
 // list with its filters and tenant-hierarchy visibility; the cursor feed;
@@ -108,24 +108,57 @@ describe('records of department writes', () => {
     expect(removed.records.find((r) => r.entityId === String(deptId))!.changes).toMatchObject({ deptName: 'Sales EU', parentId: other });
   });
 
-  it("records made in the write's statement (valuesSql, diffSql) say what values() and diff() say", async () => {
-    // The department writes compute `changes` in SQL; every other write in JS. Same rules, both ways:
-    // API names, no secrets, no bookkeeping columns, just the fields that differ.
+  it("records made in the write's statement say what values() and diff() say of the stored rows", async () => {
+    // The department writes compute `changes` in SQL from sys_dept's column list; every other write
+    // in JS from the row. Both must agree on real rows: API names, no bookkeeping columns, only the
+    // fields that differ (a column added to sys_dept but missing from the list fails here).
     const { admin, rootDeptId } = await createTenantWithAdmin(t);
-    await admin.post('/system/dept-api', { parentId: rootDeptId, deptName: 'Compared', phone: '123' });
-    const images = await t.sql<{ image: RowImage }[]>`
-      (SELECT to_jsonb(d) AS image FROM sys_dept d WHERE dept_name = 'Compared' LIMIT 1)
-      UNION ALL (SELECT to_jsonb(u) FROM sys_user u ORDER BY user_id LIMIT 2)
-      UNION ALL SELECT '{"api_token": "t", "client_secret": "s", "some_hash": "h", "update_by": "x", "del_flag": "0", "a_b_c": [1, {"x": null}], "n": null}'::jsonb`;
-    expect(images).toHaveLength(4);
-    for (const [i, { image }] of images.entries()) {
-      const other = images[(i + 1) % images.length]!.image;
-      const [sql] = await t.sql<{ values: unknown; diff: unknown }[]>`
-        SELECT ${valuesSql(t.sql, t.sql`${JSON.stringify(image)}::text::jsonb`)} AS values,
-          ${diffSql(t.sql, t.sql`${JSON.stringify(other)}::text::jsonb`, t.sql`${JSON.stringify(image)}::text::jsonb`)} AS diff`;
-      expect(sql!.values).toEqual(values(image));
-      expect(sql!.diff).toEqual(diff(other, image));
-    }
+    const other = createdId(await admin.post('/system/dept-api', { parentId: rootDeptId, deptName: 'Compared target' }));
+    const image = async (id: number) =>
+      (await t.sql<{ image: RowImage }[]>`SELECT to_jsonb(d) AS image FROM sys_dept d WHERE dept_id = ${id}`)[0]!.image;
+
+    const created = await send(admin, 'POST', '/system/dept-api', { parentId: rootDeptId, deptName: 'Compared', phone: '123', orderNum: 4 });
+    const id = createdId(created);
+    const first = await image(id);
+    expect(created.records.map((r) => r.changes)).toEqual([values(first)]);
+    expect(Object.keys(values(first))).toContain('externalId');
+
+    const moved = await send(admin, 'PUT', '/system/dept-api', {
+      deptId: id,
+      parentId: other,
+      deptName: 'Compared 2',
+      leader: 'Lee',
+      phone: null,
+      orderNum: 4,
+    });
+    expect(moved.status).toBe(200);
+    const second = await image(id);
+    expect(moved.records.map((r) => r.changes)).toEqual([diff(first, second)]);
+    expect(Object.keys(diff(first, second)).sort()).toEqual(['ancestors', 'deptName', 'leader', 'parentId', 'phone']);
+
+    const same = await send(admin, 'PUT', '/system/dept-api', { deptId: id, parentId: other, deptName: 'Compared 2', leader: 'Lee', orderNum: 4 });
+    expect(same.records.map((r) => r.changes)).toEqual([diff(second, await image(id))]);
+
+    const removed = await send(admin, 'DELETE', `/system/dept-api/${id}`);
+    expect(removed.status).toBe(200);
+    expect(removed.records.map((r) => r.changes)).toEqual([values(await image(id))]);
+  });
+
+  it('the SQL forms apply the naming and secret rules of values() and diff()', async () => {
+    const columns = ['api_token', 'client_secret', 'some_hash', 'update_by', 'del_flag', 'a_b_c', 'n', 'plain'];
+    const recorded = recordedColumns(columns);
+    const [row] = await t.sql<{ values: unknown; diff: unknown; before: RowImage; after: RowImage }[]>`
+      WITH b AS (SELECT 't'::text AS api_token, 's'::text AS client_secret, 'h'::text AS some_hash, 'x'::text AS update_by,
+                        '0'::text AS del_flag, '[1, {"x": null}]'::jsonb AS a_b_c, NULL::int AS n, 1 AS plain),
+           a AS (SELECT 'u'::text AS api_token, 's2'::text AS client_secret, 'h2'::text AS some_hash, 'y'::text AS update_by,
+                        '2'::text AS del_flag, '[1, {"x": 2}]'::jsonb AS a_b_c, 5 AS n, 1 AS plain)
+      SELECT ${valuesSql(t.sql, recorded, t.sql`a`)} AS values, ${diffSql(t.sql, recorded, t.sql`b`, t.sql`a`)} AS diff,
+             to_jsonb(b) AS before, to_jsonb(a) AS after
+      FROM a, b`;
+    expect(row!.values).toEqual(values(row!.after));
+    expect(row!.values).toEqual({ aBC: [1, { x: 2 }], n: 5, plain: 1 });
+    expect(row!.diff).toEqual(diff(row!.before, row!.after));
+    expect(Object.keys(row!.diff as object).sort()).toEqual(['aBC', 'n']);
   });
 
   it('a refused write records nothing (404, 409, 400)', async () => {

@@ -3,7 +3,7 @@ import { containing } from '../db/sql.helpers.js';
 import { assert } from '../core/app.error.js';
 import { checkIfMatch } from '../core/version.js';
 import { assertOwnTenant, type Actor } from '../identity/caller.js';
-import { auditRecords, diffSql, valuesSql } from '../audit/audit.record.js';
+import { auditRecords, diffSql, recordedColumns, valuesSql } from '../audit/audit.record.js';
 import { assertDepthFits } from './dept.depth.js';
 import {
   assertAllLive,
@@ -28,6 +28,9 @@ import { fromRow, selectList, writeColumns } from '../db/fields.js';
 type DeptRow = Record<string, unknown>;
 
 const COLUMNS = (sql: Db) => selectList(sql, 'sys_dept', DEPT_FIELDS);
+
+/** What a department's audit record carries: every column of sys_dept (the API's fields and SCIM's external_id) but bookkeeping. */
+const RECORDED = recordedColumns([...Object.values(DEPT_FIELDS).map((f) => f.column), 'external_id']);
 
 const toDept = (row: DeptRow): Dept => fromRow(row, DEPT_FIELDS);
 
@@ -111,7 +114,7 @@ export async function createDept(tx: Tx, actor: Actor, input: DeptCreate, extra:
         create_by: actor.userName,
       })}
       RETURNING *
-    ) ${auditRecords(tx, actor, 'dept.create', 'dept', tx`SELECT dept_id, ${valuesSql(tx, tx`to_jsonb(created)`)} FROM created`)}
+    ) ${auditRecords(tx, actor, 'dept.create', 'dept', tx`SELECT dept_id, ${valuesSql(tx, RECORDED, tx`created`)} FROM created`)}
     SELECT dept_id AS "deptId" FROM created`;
   return row!.deptId;
 }
@@ -154,16 +157,16 @@ export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatc
   const ancestors = moved ? pathUnder(parent, input.parentId) : current.ancestors;
   // The department, its record (one, for the department itself) and, for a move, its subtree's paths: one statement.
   await tx`
-    WITH RECURSIVE before AS MATERIALIZED (
-      -- Materialized: inlined, its to_jsonb() would be evaluated again for every key diffSql compares.
-      SELECT to_jsonb(sys_dept) AS image FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId}
+    WITH RECURSIVE before AS (
+      -- The row as the statement's snapshot has it: every part of one statement sees the same data, the UPDATE's effect not included.
+      SELECT * FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId}
     ), updated AS (
       UPDATE sys_dept SET ${tx({ ...writeColumns(DEPT_FIELDS, { ...input, deptName }), ...extra, ancestors, update_by: actor.userName })},
         update_time = now()
       WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId}
       RETURNING *
     ) ${moved ? subtreePathsRewrite(tx, tenantId, input.deptId, current.ancestors, ancestors) : tx``}
-    ${auditRecords(tx, actor, moved ? 'dept.move' : 'dept.update', 'dept', tx`SELECT u.dept_id, ${diffSql(tx, tx`b.image`, tx`to_jsonb(u)`)} FROM updated u, before b`)}
+    ${auditRecords(tx, actor, moved ? 'dept.move' : 'dept.update', 'dept', tx`SELECT u.dept_id, ${diffSql(tx, RECORDED, tx`b`, tx`u`)} FROM updated u, before b`)}
     SELECT count(*) FROM updated`;
 }
 
@@ -182,6 +185,6 @@ export async function deleteDepts(tx: Tx, actor: Actor, ids: number[], ifMatch?:
       UPDATE sys_dept SET del_flag = '2', update_by = ${actor.userName}, update_time = now()
       WHERE tenant_id = ${tenantId} AND dept_id = ANY(${ids}::bigint[])
       RETURNING *
-    ) ${auditRecords(tx, actor, 'dept.delete', 'dept', tx`SELECT dept_id, ${valuesSql(tx, tx`to_jsonb(deleted)`)} FROM deleted ORDER BY dept_id`)}
+    ) ${auditRecords(tx, actor, 'dept.delete', 'dept', tx`SELECT dept_id, ${valuesSql(tx, RECORDED, tx`deleted`)} FROM deleted ORDER BY dept_id`)}
     SELECT count(*) FROM deleted`;
 }
