@@ -40,7 +40,7 @@ EXPOSE 8080 9464
 VOLUME ["/app/data"]
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-# A young generation of at most 8 MiB per semi-space (V8's default is 16): the 32 MiB the
-# start-up churn would otherwise leave resident, for no measurable loss of throughput (bench load).
-# npm start and npm run bench start the service the same way.
-CMD ["node", "--max-semi-space-size=8", "dist/main.js"]
+# V8's young generation sized by database (32 MiB semi-spaces on PostgreSQL, 8 MiB embedded;
+# why: the script). npm start and npm run bench start the service the same way.
+COPY scripts/start.sh ./scripts/
+CMD ["sh", "scripts/start.sh"]

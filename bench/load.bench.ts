@@ -86,8 +86,8 @@ async function startOtlpSink(): Promise<string> {
 /** Drops the benchmark's database or data directory; also run when the bench is interrupted. */
 let cleanupDatabase: (() => Promise<void>) | undefined;
 
-export function start(name: string, args: string[], port: number, env: Record<string, string>): Child {
-  const proc = spawn(process.execPath, args, {
+export function start(name: string, args: string[], port: number, env: Record<string, string>, command = process.execPath): Child {
+  const proc = spawn(command, args, {
     cwd: ROOT,
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -96,6 +96,14 @@ export function start(name: string, args: string[], port: number, env: Record<st
   proc.stderr!.on('data', (d: Buffer) => child.log.push(d.toString()));
   children.push(child);
   return child;
+}
+
+/**
+ * The built service as npm start and the image start it (scripts/start.sh, which
+ * execs node: the PID stays the service's), on this process's Node.
+ */
+export function startService(name: string, nodeArgs: string[], port: number, env: Record<string, string>): Child {
+  return start(name, ['scripts/start.sh', ...nodeArgs], port, { ...env, NODE: process.execPath }, 'sh');
 }
 
 function portIsFree(port: number): Promise<boolean> {
@@ -296,16 +304,10 @@ async function startBoth<W>(prepared: Prepared<W>) {
   await pickPorts();
   // BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the service; BENCH_BASELINE_NODE_ARGS the baseline.
   const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  // As npm start and the image run it (the young generation capped at 8 MiB per semi-space; see Dockerfile).
   if (MANAGEMENT) MANAGEMENT_PORT = await anyFreePort();
   const tracing: Record<string, string> = process.env.BENCH_OTLP === '1' ? { OTEL_EXPORTER_OTLP_ENDPOINT: await startOtlpSink() } : {};
-  const service = start('service', ['--max-semi-space-size=8', ...nodeArgs, 'dist/main.js'], SERVICE_PORT, {
-    ...prepared.serviceEnv,
-    ...tracing,
-    MANAGEMENT_PORT: String(MANAGEMENT_PORT),
-    // As the image sets it (Dockerfile) and npm start does.
-    MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
-  });
+  // As npm start and the image run it: node's settings come from scripts/start.sh.
+  const service = startService('service', nodeArgs, SERVICE_PORT, { ...prepared.serviceEnv, ...tracing, MANAGEMENT_PORT: String(MANAGEMENT_PORT) });
   const baseline = start(
     'baseline',
     [...(process.env.BENCH_BASELINE_NODE_ARGS ?? '').split(' ').filter(Boolean), '--import', 'tsx', 'bench/baseline.server.ts'],

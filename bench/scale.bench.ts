@@ -10,7 +10,7 @@
 //               tenant (with the 9 tenants below it, its admin, departments
 //               and audit records, at the same ids and positions); nothing else.
 //
-// The built service (node dist/main.js) runs against each, and every read is
+// The built service (scripts/start.sh, as npm start runs it) runs against each, and every read is
 // timed over HTTP for a small tenant's admin and for the platform admin, in
 // interleaved rounds so drift on the machine hits both databases alike.
 // Prints mean, p50 and p99 per database and the ratio; asserts only
@@ -25,7 +25,7 @@ import { bootstrap } from '../src/bootstrap.js';
 import { openPostgres, type Sql } from '../src/db/database.js';
 import { migrate } from '../src/db/migrate.js';
 import { hashPassword } from '../src/auth/password.js';
-import { start, stopAll, waitReady } from './load.bench.js';
+import { startService, stopAll, waitReady } from './load.bench.js';
 
 const SHORT = process.env.BENCH_SHORT === '1';
 const TENANTS = Number(process.env.BENCH_SCALE_TENANTS ?? (SHORT ? 200 : 10_000));
@@ -254,8 +254,8 @@ export async function scale(): Promise<void> {
     const big = await createDatabase(admin, base, 'scale', true, made);
     const jwt = randomBytes(32).toString('hex');
     const targets = { scale: { port: await freePort(), db: big }, empty: { port: await freePort(), db: empty } };
-    const scaleProc = start('scale', ['--max-semi-space-size=8', 'dist/main.js'], targets.scale.port, { DATABASE_URL: big.url, JWT_SECRET: jwt });
-    const emptyProc = start('near-empty', ['--max-semi-space-size=8', 'dist/main.js'], targets.empty.port, {
+    const scaleProc = startService('scale', [], targets.scale.port, { DATABASE_URL: big.url, JWT_SECRET: jwt });
+    const emptyProc = startService('near-empty', [], targets.empty.port, {
       DATABASE_URL: empty.url,
       JWT_SECRET: jwt,
     });
