@@ -74,6 +74,18 @@ describe('GET /metrics on the management listener', () => {
       le: '+Inf',
     });
     expect(inf).toBe(requestCount(after, 'GET', '/system/dept-api/:id', 200));
+    const series = { method: 'GET', route: '/system/dept-api/:id', status_code: '200' };
+    const buckets = after
+      .filter((s) => s.name === 'http_request_duration_seconds_bucket' && Object.entries(series).every(([k, v]) => s.labels[k] === v))
+      .map((s) => [s.labels.le === '+Inf' ? Infinity : Number(s.labels.le), s.value] as const)
+      .sort(([a], [b]) => a - b);
+    expect(buckets.map(([le]) => le)).toEqual([0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, Infinity]);
+    for (let i = 1; i < buckets.length; i++) expect(buckets[i]![1]).toBeGreaterThanOrEqual(buckets[i - 1]![1]);
+    // Each read took well under 10 s: every one is in the last finite bucket, and the sum is of seconds, not milliseconds.
+    expect(buckets.at(-2)![1]).toBe(inf);
+    const sum = sampleOf(after, 'http_request_duration_seconds_sum', series)!;
+    expect(sum).toBeGreaterThan(0);
+    expect(sum).toBeLessThan(inf! * 10);
   });
 
   it('counts chart and session cache hits and misses', async () => {
