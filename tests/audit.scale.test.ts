@@ -193,6 +193,14 @@ describe('lists past 1,000 rows', () => {
     for (const beyond of ['pageNum=102', 'pageNum=1000&pageSize=1000']) {
       expect(await page<TenantDto>(big.admin, `/system/tenant-api/list?${beyond}`), beyond).toEqual({ total: 1_006, totalExact: true, rows: [] });
     }
+    // By cursor, the same rows; the total counts the tenants after the cursor, under the same bound.
+    const afterCursor = await page<TenantDto>(big.admin, `/system/tenant-api/list?pageSize=10&after=${ids.at(-17)!.id}`);
+    expect(afterCursor).toMatchObject({ total: 16, totalExact: true });
+    expect(afterCursor.rows.map((r) => r.id)).toEqual(page100.rows.map((r) => r.id));
+    expect(await page<TenantDto>(big.admin, `/system/tenant-api/list?pageSize=10&after=${ids[2]!.id}`)).toMatchObject({
+      total: 1_000,
+      totalExact: false,
+    });
     const named = await page<TenantDto>(big.admin, `/system/tenant-api/list?tenantName=${encodeURIComponent('Wide 100')}`);
     // "Wide 100" and "Wide 1000" to "Wide 1005".
     expect(named).toMatchObject({ total: 7, totalExact: true });
