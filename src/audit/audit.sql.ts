@@ -73,8 +73,8 @@ export async function listAudit(
     ${query.tenantId !== undefined ? sql`AND a.tenant_id = ${query.tenantId}` : sql``}
     ${query.beginTime !== undefined ? sql`AND a.time >= ${timeBound(query.beginTime, 'beginTime', false)}` : sql``}
     ${query.endTime !== undefined ? sql`AND a.time < ${timeBound(query.endTime, 'endTime', true)}` : sql``}`;
-  // The walk over positions reads an index alone for every filter but userName: each filter has a
-  // (column, position) index and the per-tenant index carries the time (sql/012_list_indexes.sql).
+  // The walk over positions reads an index alone for most filters: the superadmin's each have a
+  // (column, position) index, and the per-tenant index carries the time and the user name (sql/012_list_indexes.sql).
   const page = await keyedPageOf<AuditRow>(
     sql,
     {
