@@ -294,6 +294,22 @@ export async function scale(): Promise<void> {
           },
         );
       }
+      // The last page again, by cursor: after the last id of the page before it (docs/api-rules.md#paging).
+      const cursorOf = async (which: 'scale' | 'empty') => {
+        const before = lastPage(tenantTotal(which)) - 1;
+        if (before < 1) return '0';
+        const path = `/system/tenant-api/list?pageSize=${caller.pageSize}&pageNum=${before}`;
+        return ((await call(targets[which], 'GET', path, headers[which])).data as { rows: { id: string }[] }).rows.at(-1)!.id;
+      };
+      const lastCursor = { scale: await cursorOf('scale'), empty: await cursorOf('empty') };
+      get(
+        'tenant list, last page by cursor',
+        (which) => `/system/tenant-api/list?pageSize=${caller.pageSize}&after=${lastCursor[which]}`,
+        (data: { rows: unknown[] }, which) => {
+          const want = pageRows(tenantTotal(which), lastPage(tenantTotal(which)));
+          if (data.rows.length !== want) throw new Error(`tenant list by cursor: ${data.rows.length} rows, expected ${want}`);
+        },
+      );
       // Names of the small tenant's subtree: "Tenant 1" matches tenants 1, 10-19, 100-199, 1000-1999...
       get(
         'tenant list, name filter',

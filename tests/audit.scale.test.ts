@@ -104,6 +104,34 @@ describe('an admin reading across its tenants', () => {
     expect(got).toEqual(expected);
   });
 
+  it("keeps an admin's time window to its tenants' records inside it, newest first, as the superadmin's", async () => {
+    // Records of one day long ago, of an outside tenant and of the admin's, interleaved; and one each side of that day.
+    await t.sql`
+      WITH f AS (SELECT last_position FROM audit_feed WHERE id = 1)
+      INSERT INTO audit_log (position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, changes)
+      SELECT f.last_position + g, ${new Date(2001, 1, 3)}::timestamptz + make_interval(hours => g - 2),
+        (${[other.tenantId, mid.tenantId, leaf.tenantId]}::text[])[1 + g % 3], 'window', '000000', 'dept.update', 'dept', g::text, '{}'
+      FROM f, generate_series(1, 27) g`;
+    await t.sql`UPDATE audit_feed SET last_position = (SELECT max(position) FROM audit_log) WHERE id = 1`;
+    const day = await page<AuditRecord>(t.root, '/system/audit-api/list?pageSize=100&beginTime=2001-02-03&endTime=2001-02-03&userName=window');
+    // Hours -1 to 25 after the day's start in the server's time zone: the day holds hours 0 to 23.
+    expect(day.rows).toHaveLength(24);
+    const mine = day.rows.filter((r) => r.tenantId === mid.tenantId || r.tenantId === leaf.tenantId);
+    expect(mine.length).toBe(16);
+    for (const pageSize of [100, 5]) {
+      const got: string[] = [];
+      for (let p = 1; p <= 4; p++) {
+        const res = await page<AuditRecord>(
+          mid.admin,
+          `/system/audit-api/list?pageSize=${pageSize}&pageNum=${p}&beginTime=2001-02-03&endTime=2001-02-03`,
+        );
+        expect(res).toMatchObject({ total: 16, totalExact: true });
+        got.push(...res.rows.map((r) => r.id));
+      }
+      expect(got).toEqual(mine.map((r) => r.id));
+    }
+  });
+
   it('shows the superadmin a failed login that named a tenant which does not exist; no admin sees it', async () => {
     const res = await t.anon.post('/auth/login', { tenantId: '999998', username: 'nobody', password: 'wrong-password' });
     expect(res.status).toBe(401);
@@ -126,6 +154,15 @@ describe('lists past 1,000 rows', () => {
       const last = await page<AuditRecord>(client, `/system/audit-api/list?tenantId=${big.tenantId}&action=dept.create&pageNum=101`);
       expect(last).toMatchObject({ total: 1_007, totalExact: true });
       expect(last.rows).toHaveLength(7);
+      // Page 100 ends at row 1,000, and row 1,001 exists: a lower bound. Past the end: no rows, the exact total.
+      expect(await page<AuditRecord>(client, `/system/audit-api/list?tenantId=${big.tenantId}&action=dept.create&pageNum=100`)).toMatchObject({
+        total: 1_000,
+        totalExact: false,
+      });
+      for (const beyond of ['pageNum=102', 'pageNum=1000&pageSize=1000']) {
+        const none = await page<AuditRecord>(client, `/system/audit-api/list?tenantId=${big.tenantId}&action=dept.create&${beyond}`);
+        expect(none, beyond).toEqual({ total: 1_007, totalExact: true, rows: [] });
+      }
       // Below the bound, exact as before.
       const few = await page<AuditRecord>(client, `/system/audit-api/list?tenantId=${big.tenantId}&action=tenant.delete`);
       expect(few).toMatchObject({ total: 0, totalExact: true, rows: [] });
@@ -147,6 +184,23 @@ describe('lists past 1,000 rows', () => {
     const last = await page<TenantDto>(big.admin, '/system/tenant-api/list?pageSize=10&pageNum=101');
     expect(last).toMatchObject({ total: 1_006, totalExact: true });
     expect(last.rows).toHaveLength(6);
+    // The deep pages hold the right rows, in id order: page 100 and 101 are the last 16 of the subtree.
+    const ids = await t.sql<{ id: string }[]>`
+      SELECT id::text AS id FROM sys_tenant WHERE tenant_id = ${big.tenantId} OR tenant_parent = ${big.tenantId} ORDER BY id`;
+    const page100 = await page<TenantDto>(big.admin, '/system/tenant-api/list?pageSize=10&pageNum=100');
+    expect(page100).toMatchObject({ total: 1_000, totalExact: false });
+    expect([...page100.rows, ...last.rows].map((r) => r.id)).toEqual(ids.slice(-16).map((r) => r.id));
+    for (const beyond of ['pageNum=102', 'pageNum=1000&pageSize=1000']) {
+      expect(await page<TenantDto>(big.admin, `/system/tenant-api/list?${beyond}`), beyond).toEqual({ total: 1_006, totalExact: true, rows: [] });
+    }
+    // By cursor, the same rows; the total counts the tenants after the cursor, under the same bound.
+    const afterCursor = await page<TenantDto>(big.admin, `/system/tenant-api/list?pageSize=10&after=${ids.at(-17)!.id}`);
+    expect(afterCursor).toMatchObject({ total: 16, totalExact: true });
+    expect(afterCursor.rows.map((r) => r.id)).toEqual(page100.rows.map((r) => r.id));
+    expect(await page<TenantDto>(big.admin, `/system/tenant-api/list?pageSize=10&after=${ids[2]!.id}`)).toMatchObject({
+      total: 1_000,
+      totalExact: false,
+    });
     const named = await page<TenantDto>(big.admin, `/system/tenant-api/list?tenantName=${encodeURIComponent('Wide 100')}`);
     // "Wide 100" and "Wide 1000" to "Wide 1005".
     expect(named).toMatchObject({ total: 7, totalExact: true });

@@ -705,7 +705,37 @@ describe('list', () => {
     expect(page.rows).toHaveLength(2);
   });
 
+  it('pages by cursor: after= an id holds the tenants after it in id order, counted from there, with the filters', async () => {
+    const all = (await list(`tenantParent=${parent.tenantId}&pageSize=1000`)).rows.map((r) => r.id);
+    expect(all).toEqual([...all].sort((x, y) => (BigInt(x) < BigInt(y) ? -1 : 1)));
+    // Pages of 5 by cursor: the same rows as by pageNum; each total counts what is after the cursor.
+    const byCursor: string[] = [];
+    let after = '0';
+    for (let i = 0; i < 10; i++) {
+      const page = await list(`tenantParent=${parent.tenantId}&pageSize=5&after=${after}`);
+      expect(page).toMatchObject({ total: 12 - byCursor.length, totalExact: true });
+      if (page.rows.length === 0) break;
+      byCursor.push(...page.rows.map((r) => r.id));
+      after = page.rows.at(-1)!.id;
+    }
+    expect(byCursor).toEqual(all);
+    // pageNum counts pages from the cursor; past the end, no rows and the total after the cursor.
+    expect((await list(`tenantParent=${parent.tenantId}&pageSize=3&pageNum=2&after=${all[1]}`)).rows.map((r) => r.id)).toEqual(all.slice(5, 8));
+    expect(await list(`tenantParent=${parent.tenantId}&pageSize=3&pageNum=5&after=${all[1]}`)).toEqual({ total: 10, totalExact: true, rows: [] });
+    // Filters still apply: the disabled children after the third one.
+    const disabled = await list(`tenantParent=${parent.tenantId}&status=1&after=${all[2]}`);
+    expect(disabled.rows.map((r) => r.id)).toEqual(children.filter((c) => c.status === '1' && BigInt(c.id) > BigInt(all[2]!)).map((c) => c.id));
+    // Any id is a place in the order, a tenant or not; beyond every id, nothing.
+    expect((await list(`tenantParent=${parent.tenantId}&after=${BigInt(all[4]!) + 1n}`)).rows.map((r) => r.id)).toEqual(all.slice(5, 12));
+    for (const beyond of ['9223372036854775807', '9999999999999999999']) {
+      expect(await list(`tenantParent=${parent.tenantId}&after=${beyond}`)).toEqual({ total: 0, totalExact: true, rows: [] });
+    }
+  });
+
   it.each([
+    'after=abc',
+    'after=-1',
+    'after=12345678901234567890',
     'pageSize=0',
     'pageSize=1001',
     'pageSize=-1',

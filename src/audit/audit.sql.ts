@@ -1,7 +1,7 @@
 import type { PendingQuery, Row } from 'postgres';
 import type { Db } from '../db/database.js';
 import { containing } from '../db/sql.helpers.js';
-import { countUpTo } from '../db/page.js';
+import { keyedPageOf } from '../db/page.js';
 import { assert } from '../core/app.error.js';
 import { formatDateTimeMs } from '../core/time.js';
 import { isSuperadmin, type Caller } from '../identity/caller.js';
@@ -59,7 +59,7 @@ function timeBound(text: string, field: string, end: boolean): Date {
   return date;
 }
 
-/** The filtered records a caller may see, newest first, one page; the total counted up to a bound (db/page.ts countUpTo). */
+/** The filtered records a caller may see, newest first, one page; the total counted up to a bound (db/page.ts keyedPageOf). */
 export async function listAudit(
   sql: Db,
   viewer: Caller,
@@ -73,14 +73,19 @@ export async function listAudit(
     ${query.tenantId !== undefined ? sql`AND a.tenant_id = ${query.tenantId}` : sql``}
     ${query.beginTime !== undefined ? sql`AND a.time >= ${timeBound(query.beginTime, 'beginTime', false)}` : sql``}
     ${query.endTime !== undefined ? sql`AND a.time < ${timeBound(query.endTime, 'endTime', true)}` : sql``}`;
-  const from = visibleRecords(sql, viewer, where, 'DESC');
-  const counted = await countUpTo(sql, from, query);
-  const offset = (query.pageNum - 1) * query.pageSize;
-  const rows = await sql<AuditRow[]>`
-    SELECT ${COLUMNS(sql)} FROM ${from(offset + query.pageSize)}
-    ORDER BY a.position DESC
-    LIMIT ${query.pageSize} OFFSET ${offset}`;
-  return { ...counted, rows: rows.map(toRecord) };
+  // The walk over positions reads an index alone for most filters: the superadmin's each have a
+  // (column, position) index, and the per-tenant index carries the time and the user name (sql/012_list_indexes.sql).
+  const page = await keyedPageOf<AuditRow>(
+    sql,
+    {
+      key: sql`a.position`,
+      descending: true,
+      from: visibleRecords(sql, viewer, where, 'DESC'),
+      row: (k) => sql`SELECT ${COLUMNS(sql)} FROM audit_log a WHERE a.position = ${k}`,
+    },
+    query,
+  );
+  return { ...page, rows: page.rows.map(toRecord) };
 }
 
 /** The feed: up to `limit` visible records after the cursor, in position (commit) order. */

@@ -56,7 +56,7 @@ export const PageOf = (row: TSchema, options: { $id?: string } = {}) => Type.Obj
 
 /**
  * `{total, totalExact, rows}`: a page of a list that may hold millions of
- * rows, whose counting stops (db/page.ts boundedPageOf). `total` is exact
+ * rows, whose counting stops (db/page.ts keyedPageOf). `total` is exact
  * while `totalExact` is true; otherwise it is a lower bound, and the rows go
  * on past it.
  */

@@ -32,6 +32,15 @@ export function parseInternalId(raw: string, what: string): string {
   return raw;
 }
 
+/**
+ * A list cursor: the id of a row in a list ordered by a bigint id (the
+ * schema takes up to 19 digits). Beyond int8 every id is before it, so it is
+ * int8's largest value, after which no row can come.
+ */
+export function cursorId(raw: string): string {
+  return BigInt(raw) > INT8_MAX ? INT8_MAX.toString() : raw;
+}
+
 /** Parses `1,2,3`: each a valid id, at most MAX_BATCH_IDS of them, duplicates dropped in order. */
 export function parseIds(raw: string, what: string): number[] {
   const parts = raw.split(',');

@@ -86,6 +86,13 @@ export const TenantListQuery = Type.Object({
   tenantName: Type.Optional(Type.String({ maxLength: 50, description: 'Substring match' })),
   status: Type.Optional(Status),
   tenantParent: Type.Optional(TenantCode),
+  after: Type.Optional(
+    Type.String({
+      pattern: '^[0-9]{1,19}$',
+      description:
+        "A tenant's id (the last row of the page before): only the tenants after it in the list's id order, paged by pageNum and pageSize from there",
+    }),
+  ),
   ...PageParams,
 });
 

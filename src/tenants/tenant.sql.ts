@@ -1,6 +1,6 @@
 import type { Db, Tx } from '../db/database.js';
 import { checkIfMatch } from '../core/version.js';
-import { parseInternalId } from '../core/ids.js';
+import { cursorId, parseInternalId } from '../core/ids.js';
 import { NAME_MAX } from '../core/limits.js';
 import type { Actor, Caller } from '../identity/caller.js';
 import { diff, recordAudit, values, type RowImage } from '../audit/audit.record.js';
@@ -9,7 +9,7 @@ import { createDept } from '../depts/dept.sql.js';
 import { createUser } from '../users/user.sql.js';
 import { containing } from '../db/sql.helpers.js';
 import { AUDIT_FIELDS, fromRow, selectList, writeColumns } from '../db/fields.js';
-import { boundedPageOf } from '../db/page.js';
+import { keyedPageOf } from '../db/page.js';
 import type { Tenant, TenantCreate, TenantListQuery, TenantUpdate } from './tenant.schema.js';
 import { PACKAGE_FIELDS, QUOTA_FIELDS, RULE_FIELDS, TENANT_FIELDS } from './tenant.fields.js';
 import {
@@ -67,8 +67,15 @@ export async function listTenants(sql: Db, caller: Caller, query: TenantListQuer
     sys_tenant t WHERE ${liveTenantsVisibleTo(sql, caller)}
     ${query.tenantName !== undefined ? sql`AND t.tenant_name LIKE ${containing(query.tenantName)}` : sql``}
     ${query.status !== undefined ? sql`AND t.status = ${query.status}` : sql``}
-    ${query.tenantParent !== undefined ? sql`AND t.tenant_parent = ${query.tenantParent}` : sql``}`;
-  const page = await boundedPageOf<Record<string, unknown>>(sql, { select: COLUMNS(sql), from, orderBy: sql`t.id` }, query);
+    ${query.tenantParent !== undefined ? sql`AND t.tenant_parent = ${query.tenantParent}` : sql``}
+    ${query.after !== undefined ? sql`AND t.id > ${cursorId(query.after)}::bigint` : sql``}`;
+  // The walk over the ids is answered by sys_tenant_live_list_idx alone (sql/012_list_indexes.sql);
+  // after a cursor it starts at the cursor, so a page far down the list costs what the first does.
+  const page = await keyedPageOf<Record<string, unknown>>(
+    sql,
+    { key: sql`t.id`, from: () => from, row: (k) => sql`SELECT ${COLUMNS(sql)} FROM sys_tenant t WHERE t.id = ${k}` },
+    query,
+  );
   return { ...page, rows: page.rows.map(toTenant) };
 }
 
