@@ -12,14 +12,25 @@ import { NAME_MAX } from '../core/limits.js';
 // - the department being changed: FOR UPDATE (currentDept, assertAllLive);
 // - the parent a department goes under: FOR SHARE (lockParent), so it is not
 //   deleted, disabled or moved (its path is the child's) until the commit;
-//   an update takes it and the department's own lock in id order, as a move
-//   locks its subtree, so neither two opposite moves nor a rename and a move
-//   above it deadlock: the second waits for the first instead;
-// - a moved subtree: FOR UPDATE, every row of it (lockSubtree);
+// - a moved subtree: FOR UPDATE, every row of it (lockMove);
 // - sibling names: the unique index sys_dept_sibling_name_key.
-// Two writes that lock each other's rows in opposite orders (two moves into
-// each other's subtrees) deadlock; PostgreSQL rolls one back and
-// transaction() runs it again, when it sees the other's outcome.
+//
+// Every write takes its department locks in ascending dept_id order, and
+// never waits for a department below one it already holds:
+// - a create: its parent, one row (lockParent);
+// - a delete: its departments, in one statement in id order (assertAllLive);
+// - an update: the department and the parent named, in id order
+//   (lockDeptAndParent); when that parent is a new one, those two locks are
+//   let go and the move takes its whole subtree and the new parent in one
+//   statement in id order (lockMove).
+// So department writes queue for each other but never wait in a circle, and
+// none is a deadlock's victim. That matters beyond the retry: PostgreSQL only
+// looks for a deadlock after deadlock_timeout (1 s by default), every write
+// queued behind the circle waits that long too, and a victim run again can
+// meet the same circle. When moves locked their department and new parent
+// before their subtree, storms of crossing moves chained such waits past the
+// statement and request deadlines (503). transaction() still runs a
+// deadlock's victim again, for the case lockMove leaves open.
 
 /** The parent a department hangs under: what its path and the enabled rule need. */
 export interface Parent {
@@ -68,13 +79,32 @@ export function assertParentEnabled(parent: Parent | null, parentId: number, ref
  * The live department a write is about to change, locked FOR UPDATE until the
  * commit, as the last write before this one left it (404 when there is none).
  */
-export async function currentDept(tx: Tx, tenantId: string, deptId: number) {
+async function currentDept(tx: Tx, tenantId: string, deptId: number) {
   const [current] = await tx<{ parentId: number; ancestors: string }[]>`
     SELECT parent_id AS "parentId", ancestors FROM sys_dept
     WHERE tenant_id = ${tenantId} AND dept_id = ${deptId} AND del_flag = '0'
     FOR UPDATE`;
   assert(current, 404, `Department ${deptId} not found`);
   return current;
+}
+
+/** The department an update changes, as its lock found it. */
+type CurrentDept = Awaited<ReturnType<typeof currentDept>>;
+
+/**
+ * An update's first locks, all it needs when its department stays under its
+ * parent: the department (currentDept) and the parent named (lockParent), in
+ * id order, sent together. They come after a savepoint: when the department
+ * turns out to be moving, lockMove lets go of both (rolls back to it) and
+ * takes them again in order with the subtree, which may hold lower ids.
+ */
+export async function lockDeptAndParent(tx: Tx, tenantId: string, deptId: number, parentId: number) {
+  // Sent in the order they are started (one round trip); the server runs them one after another.
+  const savepoint = tx`SAVEPOINT dept_locks`.execute();
+  const parentFirst = parentId < deptId ? lockParent(tx, tenantId, parentId) : undefined;
+  const current = currentDept(tx, tenantId, deptId);
+  const [, locked, parent] = await Promise.all([savepoint, current, parentFirst ?? lockParent(tx, tenantId, parentId)]);
+  return { current: locked, parent };
 }
 
 /** Rule (moves): a department is never its own parent. */
@@ -90,41 +120,130 @@ export interface MovedSubtree {
   levelsBelow: number;
 }
 
+/** A move's rows, all locked: the department (undefined: not live), its new parent (as lockParent answers) and its subtree. */
+export interface LockedMove extends MovedSubtree {
+  current: CurrentDept | undefined;
+  parent: Parent | null | undefined;
+}
+
 /**
- * Moves: the moved department's whole subtree (deleted rows too, whose paths
- * the rewrite keeps right as well), locked FOR UPDATE until the commit, so no
- * department is created in it, or moved into or out of it, while its paths
- * are rewritten. Creates share-lock their parent (lockParent), so one made
- * under the subtree while it is being locked is either waited for, and then
+ * Times a move lets go of its locks and takes them again in order (see
+ * lockMove) before it takes the rows that joined its subtree where they are:
+ * each restart follows another write's commit into the subtree, so they are
+ * few, but a subtree that keeps growing must not keep a move waiting. Past
+ * this, a deadlock is possible again, and transaction() retries it.
+ */
+const MOVE_LOCK_RESTARTS = 5;
+
+/**
+ * Moves, after lockDeptAndParent: the moved department's whole subtree
+ * (deleted rows too, whose paths the rewrite keeps right as well) locked FOR
+ * UPDATE until the commit, so no department is created in it, or moved into
+ * or out of it, while its paths are rewritten; and the new parent FOR SHARE,
+ * as lockParent takes it. Creates share-lock their parent, so one made under
+ * the subtree while it is being locked is either waited for, and then
  * committed before the next pass, or waits for the move and then reads its
- * parent's new path. Each pass walks the subtree afresh (a recursive CTE down
- * the children index) and locks it; the passes end when one finds no row an
- * earlier pass had not already locked: nobody else can then add to the
- * subtree or take from it, and that last walk answers two rules exactly:
+ * parent's new path.
+ *
+ * The locks lockDeptAndParent took are let go first (rollback to its
+ * savepoint), and each pass takes the subtree's rows and the new parent in
+ * one statement in id order: the rows below the parent's id, then the parent,
+ * then the rows above it. Each pass walks the subtree afresh (a recursive CTE
+ * down the children index); the passes end when one finds no row an earlier
+ * pass had not locked: nobody else can then add to the subtree or take from
+ * it, and that last walk answers two rules exactly:
  * - cycles: a department never goes under one of its own descendants
  *   (assertNoCycle), i.e. the new parent is not in the walk;
  * - depth: how far the subtree reaches below the department (assertDepthFits).
+ * A later pass finds new rows when the subtree grew while a pass waited for a
+ * lock: a create's row (a new, higher id) or a subtree moved in (any ids). A
+ * new row above every lock held is taken in order; one below would mean
+ * waiting for it while holding higher ones, the circle every other write
+ * avoids, so the pass locks nothing and the move lets go of all its locks
+ * and starts over with a first pass, at most MOVE_LOCK_RESTARTS times.
  */
-export async function lockSubtree(tx: Tx, tenantId: string, deptId: number, newParentId: number): Promise<MovedSubtree> {
+export async function lockMove(tx: Tx, tenantId: string, deptId: number, newParentId: number): Promise<LockedMove> {
   let locked: number[] = [];
+  /** The highest id locked so far (0: none); a pass takes no new row below it. */
+  let highest = 0;
+  let restarts = 0;
+  let restart = true;
   for (;;) {
-    const [pass] = await tx<(MovedSubtree & { fresh: number[] })[]>`
+    const release = restart ? tx`ROLLBACK TO SAVEPOINT dept_locks`.execute() : undefined;
+    const query = tx<
+      (MovedSubtree & {
+        orderKept: boolean;
+        fresh: string[];
+        deptLive: boolean | null;
+        deptParentId: number | null;
+        deptAncestors: string | null;
+        parentAncestors: string | null;
+        parentStatus: string | null;
+      })[]
+    >`
       WITH RECURSIVE subtree AS (
         SELECT dept_id, del_flag, 0 AS depth FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${deptId}
         UNION ALL
         SELECT d.dept_id, d.del_flag, s.depth + 1 FROM sys_dept d JOIN subtree s ON d.tenant_id = ${tenantId} AND d.parent_id = s.dept_id
-      ), locked AS (
-        SELECT dept_id FROM sys_dept
-        WHERE tenant_id = ${tenantId} AND dept_id IN (SELECT dept_id FROM subtree)
-        ORDER BY dept_id
-        FOR UPDATE
+      ), order_kept AS MATERIALIZED (
+        -- No row new to this move below one it holds (the new parent, share-locked already, aside).
+        SELECT count(*) = 0 AS kept FROM subtree
+        WHERE dept_id < ${highest} AND dept_id <> ${newParentId} AND dept_id NOT IN (SELECT unnest(${locked}::bigint[]))
+      ),
+      -- Each scan below is joined to what must be locked before it: a join emits a row only once each input
+      -- has given one, a count only once it has read all it counts, and rows are locked as they come out.
+      -- So: the subtree's rows below the new parent's id, in id order; the new parent; the subtree's rows
+      -- above it, in id order. Nothing when order_kept is false.
+      below AS MATERIALIZED (
+        SELECT d.dept_id, d.parent_id, d.ancestors, d.del_flag FROM sys_dept d, order_kept o
+        WHERE d.tenant_id = ${tenantId} AND d.dept_id IN (SELECT dept_id FROM subtree WHERE dept_id < ${newParentId}) AND o.kept
+        ORDER BY d.dept_id
+        FOR UPDATE OF d
+      ), parent AS MATERIALIZED (
+        SELECT d.ancestors, d.status FROM sys_dept d, (SELECT count(*) FROM below) b
+        WHERE d.tenant_id = ${tenantId} AND d.dept_id = ${newParentId} AND d.del_flag = '0'
+        FOR SHARE OF d
+      ), above AS MATERIALIZED (
+        SELECT d.dept_id, d.parent_id, d.ancestors, d.del_flag FROM sys_dept d, order_kept o, (SELECT count(*) FROM parent) p
+        WHERE d.tenant_id = ${tenantId} AND d.dept_id IN (SELECT dept_id FROM subtree WHERE dept_id > ${newParentId}) AND o.kept
+        ORDER BY d.dept_id
+        FOR UPDATE OF d
+      ), taken AS (
+        SELECT * FROM below UNION ALL SELECT * FROM above
       )
-      SELECT
-        (SELECT coalesce(array_agg(dept_id), '{}') FROM locked WHERE dept_id NOT IN (SELECT unnest(${locked}::bigint[]))) AS fresh,
-        EXISTS (SELECT 1 FROM subtree WHERE dept_id = ${newParentId}) AS "holdsNewParent",
-        (SELECT coalesce(max(depth), 0) FROM subtree WHERE del_flag = '0')::int AS "levelsBelow"`;
-    if (pass!.fresh.length === 0) return pass!;
-    locked = locked.concat(pass!.fresh.map(Number));
+      SELECT o.kept AS "orderKept", f.fresh, x.del_flag = '0' AS "deptLive", x.parent_id AS "deptParentId", x.ancestors AS "deptAncestors",
+        p.ancestors AS "parentAncestors", p.status AS "parentStatus", w."holdsNewParent", w."levelsBelow"
+      FROM order_kept o
+      CROSS JOIN (
+        SELECT coalesce(array_agg(dept_id ORDER BY dept_id), '{}') AS fresh FROM taken
+        WHERE dept_id NOT IN (SELECT unnest(${locked}::bigint[]))
+      ) f
+      CROSS JOIN (
+        SELECT coalesce(bool_or(dept_id = ${newParentId}), false) AS "holdsNewParent",
+          coalesce(max(depth) FILTER (WHERE del_flag = '0'), 0)::int AS "levelsBelow"
+        FROM subtree
+      ) w
+      LEFT JOIN taken x ON x.dept_id = ${deptId}
+      LEFT JOIN parent p ON true`;
+    const [, [pass]] = await Promise.all([release, query]);
+    const { orderKept, holdsNewParent, levelsBelow } = pass!;
+    if (!orderKept) {
+      restarts++;
+      locked = [];
+      highest = 0;
+      restart = true;
+      continue;
+    }
+    const current = pass!.deptLive ? { parentId: pass!.deptParentId!, ancestors: pass!.deptAncestors! } : undefined;
+    const parent =
+      newParentId === 0 ? null : pass!.parentAncestors === null ? undefined : { ancestors: pass!.parentAncestors, status: pass!.parentStatus! };
+    const fresh = pass!.fresh.map(Number);
+    // Settled; or a rule already fails (the department or its new parent is gone), whatever the subtree holds.
+    if (fresh.length === 0 || !current || parent === undefined) return { current, parent, holdsNewParent, levelsBelow };
+    locked = locked.concat(fresh);
+    // fresh is in id order; once restarts are used up, every new row is taken where it is (highest 0).
+    highest = restarts < MOVE_LOCK_RESTARTS ? Math.max(highest, fresh[fresh.length - 1]!, parent ? newParentId : 0) : 0;
+    restart = false;
   }
 }
 
