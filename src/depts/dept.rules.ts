@@ -185,45 +185,56 @@ export async function lockMove(tx: Tx, tenantId: string, deptId: number, newPare
         SELECT dept_id, del_flag, 0 AS depth FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${deptId}
         UNION ALL
         SELECT d.dept_id, d.del_flag, s.depth + 1 FROM sys_dept d JOIN subtree s ON d.tenant_id = ${tenantId} AND d.parent_id = s.dept_id
+      ), fresh AS MATERIALIZED (
+        -- Rows of the subtree no earlier pass locked (the new parent, share-locked with them, aside).
+        SELECT dept_id FROM subtree WHERE dept_id <> ${newParentId} AND dept_id NOT IN (SELECT unnest(${locked}::bigint[]))
       ), order_kept AS MATERIALIZED (
-        -- No row new to this move below one it holds (the new parent, share-locked already, aside).
-        SELECT count(*) = 0 AS kept FROM subtree
-        WHERE dept_id < ${highest} AND dept_id <> ${newParentId} AND dept_id NOT IN (SELECT unnest(${locked}::bigint[]))
+        SELECT count(*) = 0 AS kept FROM fresh WHERE dept_id < ${highest}
       ),
-      -- Each scan below is joined to what must be locked before it: a join emits a row only once each input
-      -- has given one, a count only once it has read all it counts, and rows are locked as they come out.
-      -- So: the subtree's rows below the new parent's id, in id order; the new parent; the subtree's rows
-      -- above it, in id order. Nothing when order_kept is false.
-      below AS MATERIALIZED (
-        SELECT d.dept_id, d.parent_id, d.ancestors, d.del_flag FROM sys_dept d, order_kept o
-        WHERE d.tenant_id = ${tenantId} AND d.dept_id IN (SELECT dept_id FROM subtree WHERE dept_id < ${newParentId}) AND o.kept
-        ORDER BY d.dept_id
-        FOR UPDATE OF d
+      -- The locks, in this order: the subtree's rows below the new parent's id, in id order; the new parent;
+      -- the subtree's rows above it, in id order; none when order_kept is false. Each row is locked by an
+      -- index probe of its own, one id after another (a LATERAL subquery with a locking clause is not merged
+      -- into the join around it), so a pass costs what the subtree holds, not what the tenant holds: a hash
+      -- join read every department of the tenant to lock a subtree of 31. What must be locked first is
+      -- joined into the ids a scan reads: a sort gives its first row only once it has read all of them, a
+      -- count once it has counted all. (A scalar subquery in a WHERE would be an InitPlan, whose result the
+      -- tenant-filter check cannot tell from a parameter.)
+      ids_below AS MATERIALIZED (
+        SELECT s.dept_id FROM subtree s, order_kept o WHERE s.dept_id < ${newParentId} AND o.kept
+      ), below AS MATERIALIZED (
+        SELECT l.* FROM (SELECT dept_id FROM ids_below ORDER BY dept_id) i
+        CROSS JOIN LATERAL (
+          SELECT d.dept_id, d.parent_id, d.ancestors, d.del_flag FROM sys_dept d
+          WHERE d.tenant_id = ${tenantId} AND d.dept_id = i.dept_id
+          FOR UPDATE
+        ) l
       ), parent AS MATERIALIZED (
         SELECT d.ancestors, d.status FROM sys_dept d, (SELECT count(*) FROM below) b
         WHERE d.tenant_id = ${tenantId} AND d.dept_id = ${newParentId} AND d.del_flag = '0'
         FOR SHARE OF d
+      ), ids_above AS MATERIALIZED (
+        SELECT s.dept_id FROM subtree s, order_kept o, (SELECT count(*) FROM parent) p WHERE s.dept_id > ${newParentId} AND o.kept
       ), above AS MATERIALIZED (
-        SELECT d.dept_id, d.parent_id, d.ancestors, d.del_flag FROM sys_dept d, order_kept o, (SELECT count(*) FROM parent) p
-        WHERE d.tenant_id = ${tenantId} AND d.dept_id IN (SELECT dept_id FROM subtree WHERE dept_id > ${newParentId}) AND o.kept
-        ORDER BY d.dept_id
-        FOR UPDATE OF d
-      ), taken AS (
-        SELECT * FROM below UNION ALL SELECT * FROM above
+        SELECT l.* FROM (SELECT dept_id FROM ids_above ORDER BY dept_id) i
+        CROSS JOIN LATERAL (
+          SELECT d.dept_id, d.parent_id, d.ancestors, d.del_flag FROM sys_dept d
+          WHERE d.tenant_id = ${tenantId} AND d.dept_id = i.dept_id
+          FOR UPDATE
+        ) l
       )
       SELECT o.kept AS "orderKept", f.fresh, x.del_flag = '0' AS "deptLive", x.parent_id AS "deptParentId", x.ancestors AS "deptAncestors",
         p.ancestors AS "parentAncestors", p.status AS "parentStatus", w."holdsNewParent", w."levelsBelow"
       FROM order_kept o
-      CROSS JOIN (
-        SELECT coalesce(array_agg(dept_id ORDER BY dept_id), '{}') AS fresh FROM taken
-        WHERE dept_id NOT IN (SELECT unnest(${locked}::bigint[]))
-      ) f
+      -- Reads all of above, so every lock is taken.
+      CROSS JOIN (SELECT count(*) FROM above) a
+      CROSS JOIN (SELECT coalesce(array_agg(dept_id ORDER BY dept_id), '{}') AS fresh FROM fresh) f
       CROSS JOIN (
         SELECT coalesce(bool_or(dept_id = ${newParentId}), false) AS "holdsNewParent",
           coalesce(max(depth) FILTER (WHERE del_flag = '0'), 0)::int AS "levelsBelow"
         FROM subtree
       ) w
-      LEFT JOIN taken x ON x.dept_id = ${deptId}
+      -- The department as its lock found it (the latest version, should it have waited).
+      LEFT JOIN (SELECT * FROM below WHERE dept_id = ${deptId} UNION ALL SELECT * FROM above WHERE dept_id = ${deptId}) x ON true
       LEFT JOIN parent p ON true`;
     const [, [pass]] = await Promise.all([release, query]);
     const { orderKept, holdsNewParent, levelsBelow } = pass!;
@@ -237,6 +248,7 @@ export async function lockMove(tx: Tx, tenantId: string, deptId: number, newPare
     const current = pass!.deptLive ? { parentId: pass!.deptParentId!, ancestors: pass!.deptAncestors! } : undefined;
     const parent =
       newParentId === 0 ? null : pass!.parentAncestors === null ? undefined : { ancestors: pass!.parentAncestors, status: pass!.parentStatus! };
+    // The rows this pass locked that no earlier one had, in id order.
     const fresh = pass!.fresh.map(Number);
     // Settled; or a rule already fails (the department or its new parent is gone), whatever the subtree holds.
     if (fresh.length === 0 || !current || parent === undefined) return { current, parent, holdsNewParent, levelsBelow };
