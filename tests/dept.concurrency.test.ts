@@ -108,27 +108,21 @@ describe('random request sequences', () => {
     expect(statuses.get(200)).toBeGreaterThan(50);
   });
 
-  it('keep every invariant after 400 random writes sent 10 at a time', async () => {
+  it('keep every invariant after 400 random writes sent 20 at a time', async () => {
     // Writes of one tenant run side by side, each locking only the rows its rules read: creates under
-    // a subtree being moved, crossing moves, deletes racing creates and disables all meet here. On a
-    // tree of a few dozen departments where a third of the writes are moves, chains of crossing moves
-    // (each deadlock found only after the server's deadlock_timeout) can still keep a write waiting
-    // past the statement deadline or make it a deadlock's victim five times: it is answered 503,
-    // "retry later", and changes nothing. That is a deliberate answer, never a 500, but it must stay
-    // rare: at most 2% of the writes here.
+    // a subtree being moved, crossing moves, deletes racing creates and disables all meet here. They
+    // take their locks in id order, so none waits in a circle: no deadlock, none answered 503.
     const rand = prng(20261124);
     const statuses = new Map<number, number>();
-    for (let batch = 0; batch < 40; batch++) {
+    for (let batch = 0; batch < 20; batch++) {
       const depts = await live();
-      const replies = await Promise.all(Array.from({ length: 10 }, () => randomWrite(depts, rand)));
+      const replies = await Promise.all(Array.from({ length: 20 }, () => randomWrite(depts, rand)));
       for (const res of replies) {
-        expect([200, 400, 404, 409, 503]).toContain(res.status);
-        if (res.status === 503) expect(res.body).toMatchObject({ code: 503, data: null });
+        expect([200, 400, 404, 409]).toContain(res.status);
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
       }
-      if (batch % 10 === 9) await expectTreeInvariants(t.sql);
+      if (batch % 5 === 4) await expectTreeInvariants(t.sql);
     }
     expect(statuses.get(200)).toBeGreaterThan(100);
-    expect(statuses.get(503) ?? 0).toBeLessThanOrEqual(8);
   });
 });

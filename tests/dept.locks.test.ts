@@ -141,6 +141,58 @@ describe.skipIf(!inject('databaseUrl'))('department writes lock rows, not the te
     }
   });
 
+  it('a move takes its subtree and its new parent in id order: waiting for a lower row, it holds no higher one', async () => {
+    const low = await create(root, 'Low');
+    const target = await create(root, 'Target 3');
+    const moving = await create(root, 'Moving 3');
+    // The moved subtree holds an id below its new parent's (and below its own).
+    expect((await admin.put('/system/dept-api', { deptId: low, parentId: moving, deptName: 'Low' })).status).toBe(200);
+    const held = await holding((tx) => tx`SELECT 1 FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${low} FOR UPDATE`);
+    const move = admin.put('/system/dept-api', { deptId: moving, parentId: target, deptName: 'Moving 3' });
+    try {
+      expect(await within(move)).toBe('pending');
+      // As a write that locks all three in id order (a delete of them) would go on: the waiting move is not in its way,
+      // so the two queue. Had the move taken `moving` and `target` first, this would wait for it and it for this.
+      await held.tx`
+        SELECT 1 FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id IN (${target}, ${moving}) ORDER BY dept_id FOR UPDATE NOWAIT`;
+    } finally {
+      await held.release();
+    }
+    expect((await move).status).toBe(200);
+  });
+
+  it('a move whose subtree gains a lower row while it waits lets go of its locks and takes them again in id order', async () => {
+    const joining = await create(root, 'Joining');
+    const moving = await create(root, 'Moving 4');
+    const inner = await create(moving, 'Inner 4');
+    const target = await create(root, 'Target 4');
+    // A row referencing `joining` being inserted: its foreign key's lock, which a move of `joining` does not wait for.
+    const referenced = await holding((tx) => tx`SELECT 1 FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${joining} FOR KEY SHARE`);
+    // A move of `joining` under `inner`, stopped before its commit: `inner` share-locked, `joining` rewritten.
+    const joiningMove = await holding(async (tx) => {
+      await tx`SELECT 1 FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${inner} FOR SHARE`;
+      await tx`
+        UPDATE sys_dept SET parent_id = ${inner}, ancestors = ${`0,${root},${moving},${inner}`}
+        WHERE tenant_id = ${tenantId} AND dept_id = ${joining}`;
+    });
+    const move = admin.put('/system/dept-api', { deptId: moving, parentId: target, deptName: 'Moving 4' });
+    try {
+      // The move waits for `inner`; once it has it, its subtree holds `joining`, below every row it locked.
+      expect(await within(move)).toBe('pending');
+      await joiningMove.release();
+      // It let go of `moving`, `inner` and `target` to wait for `joining` first.
+      expect(await within(move)).toBe('pending');
+      await referenced.tx`
+        SELECT 1 FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id IN (${moving}, ${inner}, ${target}) ORDER BY dept_id FOR UPDATE NOWAIT`;
+    } finally {
+      await joiningMove.release().catch(() => {});
+      await referenced.release();
+    }
+    expect((await move).status).toBe(200);
+    const [row] = await t.sql<{ ancestors: string }[]>`SELECT ancestors FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${joining}`;
+    expect(row!.ancestors).toBe(`0,${root},${target},${moving},${inner}`);
+  });
+
   it('a user placed in a department holds it against its delete', async () => {
     const dept = await create(root, 'Placed');
     const held = await holding((tx) => tx`SELECT 1 FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${dept} FOR UPDATE`);

@@ -12,14 +12,14 @@ import {
   assertNothingUnder,
   assertNotOwnParent,
   assertParentEnabled,
-  currentDept,
+  lockDeptAndParent,
+  lockMove,
   lockParent,
   assertLiveParent,
-  lockSubtree,
   pathUnder,
   subtreePathsRewrite,
   trimmedName,
-  type Parent,
+  type MovedSubtree,
 } from './dept.rules.js';
 import type { Dept, DeptCreate, DeptListQuery, DeptNode, DeptUpdate } from './dept.schema.js';
 import { DEPT_FIELDS } from './dept.fields.js';
@@ -129,27 +129,24 @@ export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatc
   const deptName = trimmedName(input.deptName);
   const { tenantId } = actor;
   const status = input.status ?? '0';
-  // The new parent and the department, in id order (see dept.rules.ts); then a moved subtree.
-  const lockedParent = () => lockParent(tx, tenantId, input.parentId);
-  const lockedDept = () => currentDept(tx, tenantId, input.deptId);
-  let parent: Parent | null | undefined;
-  let current: Awaited<ReturnType<typeof currentDept>>;
-  if (input.parentId < input.deptId) {
-    parent = await lockedParent();
-    current = await lockedDept();
-  } else {
-    current = await lockedDept();
-    parent = await lockedParent();
+  // The department and the parent named, in id order; a move takes them again with its subtree (dept.rules.ts).
+  let { current, parent } = await lockDeptAndParent(tx, tenantId, input.deptId, input.parentId);
+  let subtree: MovedSubtree | undefined;
+  if (current.parentId !== input.parentId && input.parentId !== input.deptId && parent !== undefined) {
+    const move = await lockMove(tx, tenantId, input.deptId, input.parentId);
+    assert(move.current, 404, `Department ${input.deptId} not found`);
+    ({ current, parent } = { current: move.current, parent: move.parent });
+    subtree = move;
   }
   await checkIfMatch(ifMatch, () => getDept(tx, tenantId, input.deptId), `Department ${input.deptId}`);
 
   assertNotOwnParent(input.deptId, input.parentId);
   assertLiveParent(parent, input.parentId);
+  // Another write may have made the same move while this one waited for its locks.
   const moved = input.parentId !== current.parentId;
   if (moved) {
-    const subtree = await lockSubtree(tx, tenantId, input.deptId, input.parentId);
-    assertNoCycle(input.deptId, input.parentId, subtree);
-    assertDepthFits(parent, input.parentId, { deptId: input.deptId, levelsBelow: subtree.levelsBelow });
+    assertNoCycle(input.deptId, input.parentId, subtree!);
+    assertDepthFits(parent, input.parentId, { deptId: input.deptId, levelsBelow: subtree!.levelsBelow });
   }
   if (status === '0') assertParentEnabled(parent, input.parentId, 'a department under it cannot be enabled');
   else await assertNoEnabledChild(tx, tenantId, input.deptId);
