@@ -162,6 +162,15 @@ const MOVE_LOCK_RESTARTS = 5;
  * avoids, so the pass locks nothing and the move lets go of all its locks
  * and starts over with a first pass, at most MOVE_LOCK_RESTARTS times.
  */
+/** The rows of `ids` (a CTE of dept_id), each locked FOR UPDATE by an index probe of its own, in id order. */
+const lockEach = (tx: Tx, tenantId: string, ids: ReturnType<Tx>) => tx`
+  SELECT l.* FROM (SELECT dept_id FROM ${ids} ORDER BY dept_id) i
+  CROSS JOIN LATERAL (
+    SELECT d.dept_id, d.parent_id, d.ancestors, d.del_flag FROM sys_dept d
+    WHERE d.tenant_id = ${tenantId} AND d.dept_id = i.dept_id
+    FOR UPDATE
+  ) l`;
+
 export async function lockMove(tx: Tx, tenantId: string, deptId: number, newParentId: number): Promise<LockedMove> {
   let locked: number[] = [];
   /** The highest id locked so far (0: none); a pass takes no new row below it. */
@@ -201,27 +210,13 @@ export async function lockMove(tx: Tx, tenantId: string, deptId: number, newPare
       -- tenant-filter check cannot tell from a parameter.)
       ids_below AS MATERIALIZED (
         SELECT s.dept_id FROM subtree s, order_kept o WHERE s.dept_id < ${newParentId} AND o.kept
-      ), below AS MATERIALIZED (
-        SELECT l.* FROM (SELECT dept_id FROM ids_below ORDER BY dept_id) i
-        CROSS JOIN LATERAL (
-          SELECT d.dept_id, d.parent_id, d.ancestors, d.del_flag FROM sys_dept d
-          WHERE d.tenant_id = ${tenantId} AND d.dept_id = i.dept_id
-          FOR UPDATE
-        ) l
-      ), parent AS MATERIALIZED (
+      ), below AS MATERIALIZED (${lockEach(tx, tenantId, tx`ids_below`)}), parent AS MATERIALIZED (
         SELECT d.ancestors, d.status FROM sys_dept d, (SELECT count(*) FROM below) b
         WHERE d.tenant_id = ${tenantId} AND d.dept_id = ${newParentId} AND d.del_flag = '0'
         FOR SHARE OF d
       ), ids_above AS MATERIALIZED (
         SELECT s.dept_id FROM subtree s, order_kept o, (SELECT count(*) FROM parent) p WHERE s.dept_id > ${newParentId} AND o.kept
-      ), above AS MATERIALIZED (
-        SELECT l.* FROM (SELECT dept_id FROM ids_above ORDER BY dept_id) i
-        CROSS JOIN LATERAL (
-          SELECT d.dept_id, d.parent_id, d.ancestors, d.del_flag FROM sys_dept d
-          WHERE d.tenant_id = ${tenantId} AND d.dept_id = i.dept_id
-          FOR UPDATE
-        ) l
-      )
+      ), above AS MATERIALIZED (${lockEach(tx, tenantId, tx`ids_above`)})
       SELECT o.kept AS "orderKept", f.fresh, x.del_flag = '0' AS "deptLive", x.parent_id AS "deptParentId", x.ancestors AS "deptAncestors",
         p.ancestors AS "parentAncestors", p.status AS "parentStatus", w."holdsNewParent", w."levelsBelow"
       FROM order_kept o
