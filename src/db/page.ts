@@ -48,6 +48,9 @@ export async function windowOf<T extends object>(
  */
 const EXACT_TOTAL_UP_TO = 1_000;
 
+/** How far a count goes: EXACT_TOTAL_UP_TO rows, or to the end of the page asked for. */
+const countBound = (page: PageQuery) => Math.max(EXACT_TOTAL_UP_TO, page.pageNum * page.pageSize);
+
 /**
  * The number of rows `from` holds, counted up to the larger of
  * EXACT_TOTAL_UP_TO and the end of the page asked for (so a client always
@@ -56,7 +59,7 @@ const EXACT_TOTAL_UP_TO = 1_000;
  * most n rows, for lists that read a limited run per tenant.
  */
 async function countUpTo(sql: Db, from: (n: number) => Fragment, page: PageQuery): Promise<{ total: number; totalExact: boolean }> {
-  const bound = Math.max(EXACT_TOTAL_UP_TO, page.pageNum * page.pageSize);
+  const bound = countBound(page);
   const [row] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM (SELECT 1 FROM ${from(bound + 1)} LIMIT ${bound + 1}) counted`;
   return row!.n > bound ? { total: bound, totalExact: false } : { total: row!.n, totalExact: true };
 }
@@ -86,7 +89,7 @@ export async function keyedPageOf<T extends object>(
   query: { key: Fragment; descending?: boolean; from: (n: number) => Fragment; row: (k: Fragment) => Fragment },
   page: PageQuery,
 ): Promise<{ total: number; totalExact: boolean; rows: T[] }> {
-  const bound = Math.max(EXACT_TOTAL_UP_TO, page.pageNum * page.pageSize);
+  const bound = countBound(page);
   const offset = (page.pageNum - 1) * page.pageSize;
   const direction = query.descending ? sql`DESC` : sql`ASC`;
   const found = await sql<({ pageKeysFound: number; pageKeyIndex: number | null } & T)[]>`
