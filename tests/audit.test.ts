@@ -152,7 +152,7 @@ describe('records of department writes', () => {
                         '0'::text AS del_flag, '[1, {"x": null}]'::jsonb AS a_b_c, NULL::int AS n, 1 AS plain),
            a AS (SELECT 'u'::text AS api_token, 's2'::text AS client_secret, 'h2'::text AS some_hash, 'y'::text AS update_by,
                         '2'::text AS del_flag, '[1, {"x": 2}]'::jsonb AS a_b_c, 5 AS n, 1 AS plain)
-      SELECT ${valuesSql(t.sql, recorded, t.sql`a`)} AS values, ${diffSql(t.sql, recorded, t.sql`b`, t.sql`a`)} AS diff,
+      SELECT ${valuesSql(t.sql, recorded, 'a')} AS values, ${diffSql(t.sql, recorded, 'b', 'a')} AS diff,
              to_jsonb(b) AS before, to_jsonb(a) AS after
       FROM a, b`;
     expect(row!.values).toEqual(values(row!.after));

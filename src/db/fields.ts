@@ -38,9 +38,18 @@ export function propertiesOf<F extends Fields>(fields: F): { [K in keyof F]: F[K
 }
 
 type Fragment = ReturnType<Db['unsafe']>;
-const selectLists = new WeakMap<Fields, Map<string, Fragment>>();
-const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
-const API_NAME = /^[A-Za-z][A-Za-z0-9]*$/;
+const NAME_PATTERNS = { identifier: /^[a-z_][a-z0-9_]*$/, apiName: /^[A-Za-z][A-Za-z0-9]*$/ };
+
+/**
+ * `name` itself, once checked to be a plain SQL identifier (a column or an
+ * alias) or a plain API name: the guard for SQL text this code composes from
+ * its own field lists (selectList, the audit record's column list), so no
+ * quote or other SQL can get into such text, whatever a list says.
+ */
+export function plainName(name: string, kind: keyof typeof NAME_PATTERNS): string {
+  if (!NAME_PATTERNS[kind].test(name)) throw new Error(`Field list: ${JSON.stringify(name)} is not a plain ${kind}`);
+  return name;
+}
 
 /**
  * `alias.column AS "name", …` for every field: rows come back keyed by API
@@ -49,23 +58,33 @@ const API_NAME = /^[A-Za-z][A-Za-z0-9]*$/;
  * stack trace, and nested fragments are walked again on every statement;
  * together they more than doubled the CPU of a by-id read (bench load). The
  * text holds only names written in this code's field lists, each checked to
- * be a plain identifier here: never input.
+ * be a plain identifier (plainName): never input.
  */
 export function selectList(sql: Db, alias: string, fields: Fields): Fragment {
-  let byAlias = selectLists.get(fields);
-  if (!byAlias) selectLists.set(fields, (byAlias = new Map()));
-  let list = byAlias.get(alias);
-  if (!list) byAlias.set(alias, (list = sql.unsafe(selectListText(alias, fields))));
-  return list;
+  return builtOnce(sql, fields, alias, () => selectListText(alias, fields));
+}
+
+const built = new WeakMap<object, Map<string, Fragment>>();
+
+/**
+ * The fragment of SQL text `build()` writes for `owner` (a field or column
+ * list) under `key` (an alias, say), made on first use and reused: for text
+ * composed from the code's own lists, every name checked by plainName.
+ */
+export function builtOnce(sql: Db, owner: object, key: string, build: () => string): Fragment {
+  let byKey = built.get(owner);
+  if (!byKey) built.set(owner, (byKey = new Map()));
+  let text = byKey.get(key);
+  if (!text) byKey.set(key, (text = sql.unsafe(build())));
+  return text;
 }
 
 function selectListText(alias: string, fields: Fields): string {
-  const plain = (name: string, pattern: RegExp) => {
-    if (!pattern.test(name)) throw new Error(`Field list: ${JSON.stringify(name)} is not a plain identifier`);
-    return name;
-  };
   return entriesOf(fields)
-    .map(([name, f]) => `${plain(alias, IDENTIFIER)}.${plain(f.column, IDENTIFIER)}${f.asText ? '::text' : ''} AS "${plain(name, API_NAME)}"`)
+    .map(
+      ([name, f]) =>
+        `${plainName(alias, 'identifier')}.${plainName(f.column, 'identifier')}${f.asText ? '::text' : ''} AS "${plainName(name, 'apiName')}"`,
+    )
     .join(', ');
 }
 

@@ -114,7 +114,7 @@ export async function createDept(tx: Tx, actor: Actor, input: DeptCreate, extra:
         create_by: actor.userName,
       })}
       RETURNING *
-    ) ${auditRecords(tx, actor, 'dept.create', 'dept', tx`SELECT dept_id, ${valuesSql(tx, RECORDED, tx`created`)} FROM created`)}
+    ) ${auditRecords(tx, actor, 'dept.create', 'dept', tx`SELECT dept_id, ${valuesSql(tx, RECORDED, 'created')} FROM created`)}
     SELECT dept_id AS "deptId" FROM created`;
   return row!.deptId;
 }
@@ -163,7 +163,7 @@ export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatc
       WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId}
       RETURNING *
     ) ${moved ? subtreePathsRewrite(tx, tenantId, input.deptId, current.ancestors, ancestors) : tx``}
-    ${auditRecords(tx, actor, moved ? 'dept.move' : 'dept.update', 'dept', tx`SELECT u.dept_id, ${diffSql(tx, RECORDED, tx`b`, tx`u`)} FROM updated u, before b`)}
+    ${auditRecords(tx, actor, moved ? 'dept.move' : 'dept.update', 'dept', tx`SELECT u.dept_id, ${diffSql(tx, RECORDED, 'b', 'u')} FROM updated u, before b`)}
     SELECT count(*) FROM updated`;
 }
 
@@ -182,6 +182,6 @@ export async function deleteDepts(tx: Tx, actor: Actor, ids: number[], ifMatch?:
       UPDATE sys_dept SET del_flag = '2', update_by = ${actor.userName}, update_time = now()
       WHERE tenant_id = ${tenantId} AND dept_id = ANY(${ids}::bigint[])
       RETURNING *
-    ) ${auditRecords(tx, actor, 'dept.delete', 'dept', tx`SELECT dept_id, ${valuesSql(tx, RECORDED, tx`deleted`)} FROM deleted ORDER BY dept_id`)}
+    ) ${auditRecords(tx, actor, 'dept.delete', 'dept', tx`SELECT dept_id, ${valuesSql(tx, RECORDED, 'deleted')} FROM deleted ORDER BY dept_id`)}
     SELECT count(*) FROM deleted`;
 }
