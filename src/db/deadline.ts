@@ -142,7 +142,9 @@ class Exchanges {
   private ready = false;
   /** Set at the client's first message after start-up: whether it was Terminate ('X'), i.e. the server was turned away. */
   firstAfterReady: 'query' | 'terminate' | undefined;
-  private header = Buffer.alloc(0);
+  /** A message header split across chunks, gathered; headerLength bytes of it so far. */
+  private readonly header = Buffer.alloc(5);
+  private headerLength = 0;
   private skip = 0;
   /** The body of the ErrorResponse being read, if one is. */
   private errorBody: Buffer[] | undefined;
@@ -226,23 +228,34 @@ class Exchanges {
         }
         continue;
       }
-      const need = 5 - this.header.length;
-      if (this.header.length === 0) this.errorStart = at;
-      this.header = Buffer.concat([this.header, chunk.subarray(at, at + need)]);
-      at += Math.min(need, chunk.length - at);
-      if (this.header.length < 5) {
-        this.errorStart = -1;
-        break;
+      // A message's header (a type byte and a length): read from the chunk when it holds all five
+      // bytes, gathered byte by byte across chunks otherwise. Nothing is allocated per message: this
+      // runs for every message of every statement.
+      if (this.headerLength === 0) this.errorStart = at;
+      let type: number;
+      let length: number;
+      if (this.headerLength === 0 && at + 5 <= chunk.length) {
+        type = chunk[at]!;
+        length = chunk.readInt32BE(at + 1);
+        at += 5;
+      } else {
+        while (this.headerLength < 5 && at < chunk.length) this.header[this.headerLength++] = chunk[at++]!;
+        if (this.headerLength < 5) {
+          this.errorStart = -1;
+          break;
+        }
+        type = this.header[0]!;
+        length = this.header.readInt32BE(1);
+        this.headerLength = 0;
       }
-      if (this.header[0] === 0x5a) {
+      if (type === 0x5a) {
         if (this.ready && this.observer) this.answered();
         this.ready = true;
         this.owed = Math.max(0, this.owed - 1);
       }
       // ErrorResponse ('E'): its fields are read, to tell a FATAL one.
-      this.errorBody = this.header[0] === 0x45 ? [] : undefined;
-      this.skip = this.header.readInt32BE(1) - 4;
-      this.header = Buffer.alloc(0);
+      this.errorBody = type === 0x45 ? [] : undefined;
+      this.skip = length - 4;
     }
     // A message that started in this chunk and goes on in the next one: its start was delivered already.
     this.errorStart = -1;
