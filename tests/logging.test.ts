@@ -2,6 +2,7 @@ import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { ADMIN_PASSWORD, buildTestApp, Client, type TestApp } from './support/app.js';
+import { call, serviceDatabase, startService } from './support/service.js';
 
 // Logs never contain passwords or tokens, at the most verbose level,
 // whether a request succeeds, is refused or fails validation.
@@ -39,8 +40,9 @@ describe('logging', () => {
 });
 
 /** An app logging at `level` into a string, and its lines parsed. */
-async function loggedApp(level: string) {
-  const stream = new PassThrough();
+/** An app logging at `level` into memory; `pinoMetadata` marks the stream as one that wants pino's metadata, so every line takes pino's own path. */
+async function loggedApp(level: string, pinoMetadata = false) {
+  const stream = Object.assign(new PassThrough(), pinoMetadata ? { [Symbol.for('pino.metadata')]: true } : {});
   let log = '';
   stream.on('data', (chunk) => (log += chunk));
   const app = await buildApp({ sql: t.appSql, config: { jwtSecret: undefined, tokenTtl: 600, logLevel: level }, logStream: stream });
@@ -87,6 +89,44 @@ describe('log shape', () => {
     expect(entries.filter((entry) => entry.msg === 'incoming request')).toHaveLength(0);
   });
 
+  it("an answered request's line is, field for field, the line pino writes with Fastify's serializers", async () => {
+    const send = async (app: Awaited<ReturnType<typeof loggedApp>>['app']) => {
+      await app.inject({
+        method: 'GET',
+        url: '/system/dept-api/5?q="x"&n=%E4%B8%AD',
+        headers: { 'x-request-id': 'same-id', 'accept-version': '1.x' },
+      });
+      await app.inject({
+        method: 'GET',
+        url: '/system/dept-api/list',
+        headers: { 'x-request-id': 'other-id', authorization: `Bearer ${t.root.token}` },
+      });
+    };
+    const written = await loggedApp('info');
+    const pinos = await loggedApp('info', true);
+    await send(written.app);
+    await send(pinos.app);
+    await Promise.all([written.app.close(), pinos.app.close()]);
+    const answered = (lines: string[]) =>
+      lines
+        .map((line) => JSON.parse(line))
+        .filter((entry) => entry.msg === 'request completed')
+        .map(({ time, responseTime, ...rest }) => {
+          expect(typeof time).toBe('number');
+          expect(responseTime).toBeGreaterThan(0);
+          return rest;
+        });
+    const ours = answered(written.lines());
+    expect(ours).toHaveLength(2);
+    expect(ours).toEqual(answered(pinos.lines()));
+    expect(ours[0]).toMatchObject({ level: 30, reqId: 'same-id', req: { method: 'GET', version: '1.x' }, res: { statusCode: 401 } });
+    expect(ours[1]).toMatchObject({ reqId: 'other-id', res: { statusCode: 200 } });
+    // The key order too: level, time, the bindings, req, res, responseTime, msg.
+    expect(Object.keys(JSON.parse(written.lines().find((l) => l.includes('other-id'))!))).toEqual(
+      Object.keys(JSON.parse(pinos.lines().find((l) => l.includes('other-id'))!)),
+    );
+  });
+
   it('health probes are not logged at info; other requests are', async () => {
     const { app, lines } = await loggedApp('info');
     const anon = new Client(app);
@@ -98,5 +138,30 @@ describe('log shape', () => {
     const text = lines().join('\n');
     expect(text).not.toMatch(/healthz|readyz/);
     expect(text).toContain('/system/dept-api/tree');
+  });
+});
+
+describe('the log of the built process', () => {
+  // Lines are gathered into 4 KiB writes (src/app.ts, stdoutLog); a quiet service must still show
+  // each one promptly, not when 4 KiB have gathered (docs/operations.md#logs).
+  it("shows a quiet service's one request line within a fraction of a second", async () => {
+    const db = await serviceDatabase();
+    const service = await startService({ ...db.env, LOG_LEVEL: 'info' });
+    try {
+      const path = `/system/dept-api/list?quiet=${Date.now()}`;
+      expect((await call(service.base, 'GET', path)).status).toBe(401);
+      const answered = Date.now();
+      // The flush comes every 250 ms; 2 s leaves room for a busy test machine.
+      while (!service.output().includes(path) && Date.now() - answered < 2_000) await new Promise((r) => setTimeout(r, 20));
+      const line = service
+        .output()
+        .split('\n')
+        .find((l) => l.includes(path));
+      expect(line, service.output()).toBeDefined();
+      expect(JSON.parse(line!)).toMatchObject({ msg: 'request completed', res: { statusCode: 401 } });
+    } finally {
+      await service.stop();
+      await db.dispose();
+    }
   });
 });
