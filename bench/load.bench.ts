@@ -369,7 +369,7 @@ async function cannon(port: number, path: string, headers: Record<string, string
     connections: CONNECTIONS,
     duration: seconds,
     // Bounded in requests as well as time.
-    maxOverallRequests: 20_000 * seconds,
+    maxOverallRequests: 60_000 * seconds,
     // BENCH_RATE: a fixed offered load (req/s) instead of as fast as possible; CPU per request is steadiest there.
     ...(RATE > 0 ? { overallRate: RATE } : {}),
   });
