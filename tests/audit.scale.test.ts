@@ -40,16 +40,29 @@ async function page<T>(client: Client, path: string): Promise<Page<T>> {
 const childTenant = (parent: Client, marker: string) => childTenantOf(t, parent, marker);
 
 /**
- * `count` positioned records of `tenantIds` (round-robin), written as the
- * sequencer would leave them: positions after the last one handed out.
+ * Writes records with positions after the last one handed out, as the
+ * sequencer would leave them. The feed's row lock is held throughout, as the
+ * sequencer holds it, so a sequencer run positioning the records of the
+ * requests just made cannot hand out the same positions meanwhile; each
+ * statement after the lock sees that run's committed last position.
  */
+async function placedAfterFeed(insert: (tx: TestApp['sql']) => Promise<unknown>): Promise<void> {
+  await t.sql.begin(async (tx) => {
+    await tx`SELECT 1 FROM audit_feed WHERE id = 1 FOR UPDATE`;
+    await insert(tx as unknown as TestApp['sql']);
+    await tx`UPDATE audit_feed SET last_position = (SELECT max(position) FROM audit_log) WHERE id = 1`;
+  });
+}
+
+/** `count` positioned records of `tenantIds` (round-robin). */
 async function positionedRecords(tenantIds: string[], count: number, action = 'dept.update'): Promise<void> {
-  await t.sql`
-    WITH f AS (SELECT last_position FROM audit_feed WHERE id = 1)
-    INSERT INTO audit_log (position, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, changes)
-    SELECT f.last_position + g, (${tenantIds}::text[])[1 + g % ${tenantIds.length}], 'bulk', '000000', ${action}, 'dept', g::text, '{}'
-    FROM f, generate_series(1, ${count}) g`;
-  await t.sql`UPDATE audit_feed SET last_position = (SELECT max(position) FROM audit_log) WHERE id = 1`;
+  await placedAfterFeed(
+    (tx) => tx`
+      WITH f AS (SELECT last_position FROM audit_feed WHERE id = 1)
+      INSERT INTO audit_log (position, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, changes)
+      SELECT f.last_position + g, (${tenantIds}::text[])[1 + g % ${tenantIds.length}], 'bulk', '000000', ${action}, 'dept', g::text, '{}'
+      FROM f, generate_series(1, ${count}) g`,
+  );
 }
 
 describe('an admin reading across its tenants', () => {
@@ -106,13 +119,14 @@ describe('an admin reading across its tenants', () => {
 
   it("keeps an admin's time window to its tenants' records inside it, newest first, as the superadmin's", async () => {
     // Records of one day long ago, of an outside tenant and of the admin's, interleaved; and one each side of that day.
-    await t.sql`
-      WITH f AS (SELECT last_position FROM audit_feed WHERE id = 1)
-      INSERT INTO audit_log (position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, changes)
-      SELECT f.last_position + g, ${new Date(2001, 1, 3)}::timestamptz + make_interval(hours => g - 2),
-        (${[other.tenantId, mid.tenantId, leaf.tenantId]}::text[])[1 + g % 3], 'window', '000000', 'dept.update', 'dept', g::text, '{}'
-      FROM f, generate_series(1, 27) g`;
-    await t.sql`UPDATE audit_feed SET last_position = (SELECT max(position) FROM audit_log) WHERE id = 1`;
+    await placedAfterFeed(
+      (tx) => tx`
+        WITH f AS (SELECT last_position FROM audit_feed WHERE id = 1)
+        INSERT INTO audit_log (position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, changes)
+        SELECT f.last_position + g, ${new Date(2001, 1, 3)}::timestamptz + make_interval(hours => g - 2),
+          (${[other.tenantId, mid.tenantId, leaf.tenantId]}::text[])[1 + g % 3], 'window', '000000', 'dept.update', 'dept', g::text, '{}'
+        FROM f, generate_series(1, 27) g`,
+    );
     const day = await page<AuditRecord>(t.root, '/system/audit-api/list?pageSize=100&beginTime=2001-02-03&endTime=2001-02-03&userName=window');
     // Hours -1 to 25 after the day's start in the server's time zone: the day holds hours 0 to 23.
     expect(day.rows).toHaveLength(24);
@@ -166,6 +180,58 @@ describe('lists past 1,000 rows', () => {
       // Below the bound, exact as before.
       const few = await page<AuditRecord>(client, `/system/audit-api/list?tenantId=${big.tenantId}&action=tenant.delete`);
       expect(few).toMatchObject({ total: 0, totalExact: true, rows: [] });
+    }
+  });
+
+  it("page the superadmin's time window newest first by position, even where the times run the other way, and count it the same way", async () => {
+    // 1,006 records on one day long ago, each a minute earlier than the one positioned before it:
+    // the day's page is the highest positions, not the latest times.
+    await placedAfterFeed(
+      (tx) => tx`
+        WITH f AS (SELECT last_position FROM audit_feed WHERE id = 1)
+        INSERT INTO audit_log (position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, changes)
+        SELECT f.last_position + g, ${new Date(2002, 2, 4)}::timestamptz + make_interval(mins => 1006 - g),
+          '000000', 'day', '000000', 'dept.update', 'dept', g::text, '{}'
+        FROM f, generate_series(1, 1006) g`,
+    );
+    const [window] = await t.sql<{ ids: string[] }[]>`
+      SELECT array_agg(position::text ORDER BY position DESC) AS ids FROM audit_log WHERE user_name = 'day'`;
+    const ids = window!.ids;
+    const day = (query: string) => page<AuditRecord>(t.root, `/system/audit-api/list?beginTime=2002-03-04&endTime=2002-03-04&${query}`);
+    const first = await day('pageSize=10');
+    expect(first).toMatchObject({ total: 1_000, totalExact: false });
+    expect(first.rows.map((r) => r.id)).toEqual(ids.slice(0, 10));
+    const middle = await day('pageSize=7&pageNum=50');
+    expect(middle).toMatchObject({ total: 1_000, totalExact: false });
+    expect(middle.rows.map((r) => r.id)).toEqual(ids.slice(343, 350));
+    // Page 101 ends at row 1,010: counted that far, exact; page 100 ends at 1,000 with more after it.
+    const last = await day('pageSize=10&pageNum=101');
+    expect(last).toMatchObject({ total: 1_006, totalExact: true });
+    expect(last.rows.map((r) => r.id)).toEqual(ids.slice(1_000));
+    expect(await day('pageSize=10&pageNum=100')).toMatchObject({ total: 1_000, totalExact: false });
+    for (const beyond of ['pageNum=102', 'pageNum=1000&pageSize=1000']) {
+      expect(await day(beyond), beyond).toEqual({ total: 1_006, totalExact: true, rows: [] });
+    }
+    // Part of the day (its last 10 minutes hold the first 10 positions), and with a filter that has its own index.
+    const late = await page<AuditRecord>(t.root, '/system/audit-api/list?beginTime=2002-03-04 16:36:00&endTime=2002-03-04 23:59:59&pageSize=4');
+    expect(late).toMatchObject({ total: 10, totalExact: true });
+    expect(late.rows.map((r) => r.id)).toEqual(ids.slice(996, 1_000));
+    const filtered = await day('pageSize=3&action=dept.update&userName=day');
+    expect(filtered).toMatchObject({ total: 1_000, totalExact: false });
+    expect(filtered.rows.map((r) => r.id)).toEqual(ids.slice(0, 3));
+
+    // Three records written now, positioned after the day's: a window from that day to tomorrow, and one
+    // with no end, hold them and the day's, newest first by position.
+    await positionedRecords(['000000'], 3, 'dept.delete');
+    const [newest] = await t.sql<{ ids: string[] }[]>`
+      SELECT array_agg(position::text ORDER BY position DESC) AS ids FROM (SELECT position FROM audit_log ORDER BY position DESC LIMIT 5) n`;
+    const later = new Date(Date.now() + 86_400_000);
+    const tomorrow = `${later.getFullYear()}-${String(later.getMonth() + 1).padStart(2, '0')}-${String(later.getDate()).padStart(2, '0')}`;
+    for (const window of [`beginTime=2002-03-04&endTime=${tomorrow}`, 'beginTime=2002-03-04']) {
+      const upToNow = await page<AuditRecord>(t.root, `/system/audit-api/list?${window}&pageSize=5`);
+      expect(upToNow, window).toMatchObject({ total: 1_000, totalExact: false });
+      expect(upToNow.rows.map((r) => r.id)).toEqual(newest!.ids);
+      expect(newest!.ids.slice(3)).toEqual(ids.slice(0, 2));
     }
   });
 
