@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { ChartCache, chartVersion } from '../src/depts/dept.chart.js';
 import { Dept } from '../src/depts/dept.schema.js';
-import { listDepts, toTree } from '../src/depts/dept.sql.js';
+import { getDept, listDepts, toTree } from '../src/depts/dept.sql.js';
+import { etagOf } from '../src/core/version.js';
 import { buildTestApp, createdId, secondNode, type Client, type Node, type TestApp } from './support/app.js';
 import { createTenantWithAdmin } from './support/tenants.js';
 
@@ -131,7 +132,7 @@ const ordered = (d: object): object =>
 const envelope = (data: unknown) => `{"code":200,"msg":"success","data":${JSON.stringify(data)}}`;
 
 describe('serialisation', () => {
-  it('is byte for byte what the schema serializer produced from listDepts and toTree', async () => {
+  it('is byte for byte what the schema serializer produced from listDepts and toTree, and from getDept for GET /{id}', async () => {
     // Escapes, non-ASCII, nulls, set update times, order by orderNum then id, a 40-deep chain.
     const top = await create({ deptName: 'Top "quoted" \\ back', orderNum: 2, leader: 'Zhāng 张', phone: '+86 1', email: 'a@b.co' });
     await create({ deptName: 'Emoji 😀 tab\there', parentId: top, orderNum: 1, status: '1' });
@@ -146,6 +147,14 @@ describe('serialisation', () => {
     const filtered = await listDepts(t.appSql, tenantId, { deptName: 'e', status: '0', parentId: top });
     expect(filtered.length).toBeGreaterThan(0);
     expect((await read(t.app, `/system/dept-api/list?deptName=e&status=0&parentId=${top}`)).body).toBe(envelope(filtered.map(ordered)));
+
+    // GET /{id} answers the same text (src/depts/dept.json.ts), and the ETag If-Match is compared with: etagOf the record getDept reads.
+    for (const row of rows) {
+      const one = await read(t.app, `/system/dept-api/${row.deptId}`);
+      expect(one.body).toBe(envelope(ordered(row)));
+      expect(one.headers['content-type']).toBe('application/json; charset=utf-8');
+      expect(one.etag).toBe(etagOf((await getDept(t.appSql, tenantId, row.deptId))!));
+    }
   });
 });
 

@@ -16,8 +16,13 @@ import { assert } from './app.error.js';
  * Without If-Match a write behaves as before (RuoYi clients do not send it).
  */
 export function etagOf(record: object): string {
+  return etagOfText(JSON.stringify(record));
+}
+
+/** etagOf a record already serialised: `text` is JSON.stringify(record). */
+export function etagOfText(text: string): string {
   // crypto.hash: the one-shot form, without a Hash object per call (it runs on every GET by id).
-  return `"${hash('sha256', JSON.stringify(record), 'base64url').slice(0, 32)}"`;
+  return `"${hash('sha256', text, 'base64url').slice(0, 32)}"`;
 }
 
 /** The If-Match header of a request, or undefined when it is absent or blank. */

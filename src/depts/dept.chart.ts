@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Db, Sql } from '../db/database.js';
 import { listFilter } from './dept.sql.js';
-import { formatDateTime } from '../core/time.js';
+import { deptText, ROW_COLUMNS, time, type DeptTextRow } from './dept.json.js';
 import type { DeptListQuery } from './dept.schema.js';
 import { transaction } from '../db/retry.js';
 import { cacheCounts, type CacheCounts } from '../core/cache.counts.js';
@@ -48,33 +48,6 @@ export function chartEtag(tenantId: string, version: string, kind: ChartKind, qu
 }
 
 // ---------------------------------------------------------------- serialisation
-
-// One department as JSON, fields in the order of the Dept schema (what the
-// route's serializer produced before). The database writes the text of every
-// field up to createBy (to_json escapes strings exactly as JSON.stringify
-// does); the times leave as epoch milliseconds and are formatted here, in the
-// process time zone, like everywhere else. The object is left open: `list`
-// closes it. (`tree` writes the same text in JavaScript, treeText below.)
-const ROW_COLUMNS = (sql: Db) => sql`
-  '{"deptId":' || dept_id || ',"parentId":' || parent_id || ',"ancestors":' || to_json(ancestors)::text
-    || ',"deptName":' || to_json(dept_name)::text || ',"orderNum":' || order_num
-    || ',"leader":' || coalesce(to_json(leader)::text, 'null') || ',"phone":' || coalesce(to_json(phone)::text, 'null')
-    || ',"email":' || coalesce(to_json(email)::text, 'null') || ',"status":' || to_json(status)::text
-    || ',"delFlag":' || to_json(del_flag)::text || ',"tenantId":' || to_json(tenant_id)::text
-    || ',"createBy":' || to_json(create_by)::text AS head,
-  (extract(epoch FROM create_time) * 1000)::float8 AS create_ms,
-  to_json(update_by)::text AS update_by,
-  (extract(epoch FROM update_time) * 1000)::float8 AS update_ms`;
-
-interface ChartRow {
-  head: string;
-  create_ms: number;
-  update_by: string;
-  update_ms: number | null;
-}
-
-const time = (ms: number | null) => (ms === null ? 'null' : `"${formatDateTime(new Date(ms))}"`);
-const objectOf = (r: ChartRow) => `${r.head},"createTime":${time(r.create_ms)},"updateBy":${r.update_by},"updateTime":${time(r.update_ms)}`;
 
 const ENVELOPE_HEAD = '{"code":200,"msg":"success","data":[';
 const ENVELOPE_TAIL = ']}';
@@ -127,7 +100,7 @@ class ChunkWriter {
 
 /** The filtered rows in list order: (parentId, orderNum, deptId). */
 function listRows(tx: Db, tenantId: string, query: DeptListQuery) {
-  return tx<ChartRow[]>`
+  return tx<DeptTextRow[]>`
     SELECT ${ROW_COLUMNS(tx)} FROM sys_dept WHERE ${listFilter(tx, tenantId, query)}
     ORDER BY parent_id, order_num, dept_id`;
 }
@@ -167,7 +140,7 @@ function treeRows(tx: Db, tenantId: string) {
 
 const json = (text: string | null) => (text === null ? 'null' : JSON.stringify(text));
 
-/** The same text as objectOf (JSON.stringify escapes strings as to_json does), left open for the children. */
+/** The same text as deptText (JSON.stringify escapes strings as to_json does), left open for the children. */
 const treeText = (r: TreeRow) =>
   `{"deptId":${r.id},"parentId":${r.parent},"ancestors":${json(r.ancestors)},"deptName":${json(r.name)},"orderNum":${r.order}` +
   `,"leader":${json(r.leader)},"phone":${json(r.phone)},"email":${json(r.email)},"status":${json(r.status)},"delFlag":${json(r.del_flag)}` +
@@ -274,7 +247,7 @@ async function buildChart(
         let first = true;
         await listRows(tx, tenantId, query).cursor(BATCH, (rows) => {
           for (const r of rows) {
-            out.write(first ? `${objectOf(r)}}` : `,${objectOf(r)}}`);
+            out.write(first ? `${deptText(r)}}` : `,${deptText(r)}}`);
             first = false;
           }
         });

@@ -23,6 +23,7 @@ import {
 } from './dept.rules.js';
 import type { Dept, DeptCreate, DeptListQuery, DeptNode, DeptUpdate } from './dept.schema.js';
 import { DEPT_FIELDS } from './dept.fields.js';
+import { deptText, ROW_COLUMNS, type DeptTextRow } from './dept.json.js';
 import { fromRow, selectList, writeColumns } from '../db/fields.js';
 
 type DeptRow = Record<string, unknown>;
@@ -41,6 +42,17 @@ export async function getDept(sql: Db, tenantId: string, deptId: number): Promis
     SELECT ${COLUMNS(sql)} FROM sys_dept
     WHERE tenant_id = ${tenantId} AND dept_id = ${deptId} AND del_flag = '0'`;
   return row && toDept(row);
+}
+
+/**
+ * The same department as getDept, as the JSON text GET answers
+ * (dept.json.ts): JSON.stringify of getDept's record, written by the database.
+ */
+export async function getDeptText(sql: Db, tenantId: string, deptId: number): Promise<string | undefined> {
+  const [row] = await sql<DeptTextRow[]>`
+    SELECT ${ROW_COLUMNS(sql)} FROM sys_dept
+    WHERE tenant_id = ${tenantId} AND dept_id = ${deptId} AND del_flag = '0'`;
+  return row && `${deptText(row)}}`;
 }
 
 /**
