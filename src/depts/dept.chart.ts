@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Db, Sql } from '../db/database.js';
 import { listFilter } from './dept.sql.js';
-import { deptText, ROW_COLUMNS, time, type DeptTextRow } from './dept.json.js';
+import { dbText, DB_TEXT_COLUMNS, PLAIN_COLUMNS, plainText, type DbTextRow, type PlainRow } from './dept.json.js';
 import type { DeptListQuery } from './dept.schema.js';
 import { transaction } from '../db/retry.js';
 import { cacheCounts, type CacheCounts } from '../core/cache.counts.js';
@@ -100,52 +100,20 @@ class ChunkWriter {
 
 /** The filtered rows in list order: (parentId, orderNum, deptId). */
 function listRows(tx: Db, tenantId: string, query: DeptListQuery) {
-  return tx<DeptTextRow[]>`
-    SELECT ${ROW_COLUMNS(tx)} FROM sys_dept WHERE ${listFilter(tx, tenantId, query)}
+  return tx<DbTextRow[]>`
+    SELECT ${DB_TEXT_COLUMNS(tx)} FROM sys_dept WHERE ${listFilter(tx, tenantId, query)}
     ORDER BY parent_id, order_num, dept_id`;
-}
-
-/** A department's columns as they come for the tree: serialised here rather than in SQL. */
-interface TreeRow {
-  id: number;
-  parent: number;
-  ancestors: string;
-  name: string;
-  order: number;
-  leader: string | null;
-  phone: string | null;
-  email: string | null;
-  status: string;
-  del_flag: string;
-  tenant_id: string;
-  create_by: string;
-  create_ms: number;
-  update_by: string | null;
-  update_ms: number | null;
 }
 
 /**
  * Every live department, in no order: one sequential read, no sort and no
- * JSON built in the database (TreeRows orders and nests them, treeText
+ * JSON built in the database (TreeRows orders and nests them, plainText
  * writes them: both cheaper here than in SQL, and in embedded mode neither
  * grows the database's memory, which never shrinks).
  */
 function treeRows(tx: Db, tenantId: string) {
-  return tx<TreeRow[]>`
-    SELECT dept_id AS id, parent_id AS parent, ancestors, dept_name AS name, order_num AS order, leader, phone, email, status,
-      del_flag, tenant_id, create_by, (extract(epoch FROM create_time) * 1000)::float8 AS create_ms,
-      update_by, (extract(epoch FROM update_time) * 1000)::float8 AS update_ms
-    FROM sys_dept WHERE ${listFilter(tx, tenantId, {})}`;
+  return tx<PlainRow[]>`SELECT ${PLAIN_COLUMNS(tx)} FROM sys_dept WHERE ${listFilter(tx, tenantId, {})}`;
 }
-
-const json = (text: string | null) => (text === null ? 'null' : JSON.stringify(text));
-
-/** The same text as deptText (JSON.stringify escapes strings as to_json does), left open for the children. */
-const treeText = (r: TreeRow) =>
-  `{"deptId":${r.id},"parentId":${r.parent},"ancestors":${json(r.ancestors)},"deptName":${json(r.name)},"orderNum":${r.order}` +
-  `,"leader":${json(r.leader)},"phone":${json(r.phone)},"email":${json(r.email)},"status":${json(r.status)},"delFlag":${json(r.del_flag)}` +
-  `,"tenantId":${json(r.tenant_id)},"createBy":${json(r.create_by)},"createTime":${time(r.create_ms)},"updateBy":${json(r.update_by)}` +
-  `,"updateTime":${time(r.update_ms)}`;
 
 /**
  * A tree's rows as they are read: each row's JSON kept as UTF-8 in 1 MiB
@@ -163,8 +131,8 @@ class TreeRows {
   /** Per row: its slab, and its bytes' start and end in it. */
   private readonly where: number[] = [];
 
-  add(r: TreeRow): void {
-    const text = treeText(r);
+  add(r: PlainRow): void {
+    const text = plainText(r);
     if (this.slab.length - this.used < text.length * 3) {
       this.slab = Buffer.allocUnsafeSlow(Math.max(CHUNK, text.length * 3));
       this.slabs.push(this.slab);
@@ -247,7 +215,7 @@ async function buildChart(
         let first = true;
         await listRows(tx, tenantId, query).cursor(BATCH, (rows) => {
           for (const r of rows) {
-            out.write(first ? `${deptText(r)}}` : `,${deptText(r)}}`);
+            out.write(first ? `${dbText(r)}}` : `,${dbText(r)}}`);
             first = false;
           }
         });

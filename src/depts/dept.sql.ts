@@ -23,7 +23,7 @@ import {
 } from './dept.rules.js';
 import type { Dept, DeptCreate, DeptListQuery, DeptNode, DeptUpdate } from './dept.schema.js';
 import { DEPT_FIELDS } from './dept.fields.js';
-import { deptText, ROW_COLUMNS, type DeptTextRow } from './dept.json.js';
+import { PLAIN_COLUMNS, plainText, type PlainRow } from './dept.json.js';
 import { fromRow, selectList, writeColumns } from '../db/fields.js';
 
 type DeptRow = Record<string, unknown>;
@@ -49,10 +49,10 @@ export async function getDept(sql: Db, tenantId: string, deptId: number): Promis
  * (dept.json.ts): JSON.stringify of getDept's record, written by the database.
  */
 export async function getDeptText(sql: Db, tenantId: string, deptId: number): Promise<string | undefined> {
-  const [row] = await sql<DeptTextRow[]>`
-    SELECT ${ROW_COLUMNS(sql)} FROM sys_dept
+  const [row] = await sql<PlainRow[]>`
+    SELECT ${PLAIN_COLUMNS(sql)} FROM sys_dept
     WHERE tenant_id = ${tenantId} AND dept_id = ${deptId} AND del_flag = '0'`;
-  return row && `${deptText(row)}}`;
+  return row && `${plainText(row)}}`;
 }
 
 /**
