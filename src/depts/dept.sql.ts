@@ -45,8 +45,9 @@ export async function getDept(sql: Db, tenantId: string, deptId: number): Promis
 }
 
 /**
- * The same department as getDept, as the JSON text GET answers
- * (dept.json.ts): JSON.stringify of getDept's record, written by the database.
+ * The same department as getDept, as the JSON text GET answers: exactly
+ * JSON.stringify of getDept's record, written from plain columns (plainText,
+ * dept.json.ts) without building the record.
  */
 export async function getDeptText(sql: Db, tenantId: string, deptId: number): Promise<string | undefined> {
   const [row] = await sql<PlainRow[]>`
