@@ -142,10 +142,11 @@ export const deptRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; chartCacheBytes: 
     },
     async (request, reply) => {
       const id = parseId(request.params.id, 'Department');
-      // The record as JSON text (dept.json.ts), sent as is (Fastify's serializer leaves a string alone) and hashed for its ETag.
+      // The record as JSON text (dept.json.ts), sent as is (Fastify's serializer leaves a string alone; the
+      // envelope hook wraps it and sets the JSON content type) and hashed for its ETag.
       const dept = await getDeptText(sql, request.caller.tenantId, id);
       assert(dept, 404, `Department ${id} not found`);
-      reply.header('etag', etagOfText(dept)).header('content-type', 'application/json; charset=utf-8');
+      reply.header('etag', etagOfText(dept));
       return dept;
     },
   );
