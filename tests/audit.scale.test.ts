@@ -270,6 +270,20 @@ describe('lists past 1,000 rows', () => {
     const named = await page<TenantDto>(big.admin, `/system/tenant-api/list?tenantName=${encodeURIComponent('Wide 100')}`);
     // "Wide 100" and "Wide 1000" to "Wide 1005".
     expect(named).toMatchObject({ total: 7, totalExact: true });
+    // A name filter reads one of two ways (src/tenants/tenant.sql.ts, rareGramOf): "Wide" and "ide" are each held by
+    // more than 500 of these names, so the list walks every name; the others have a trigram few names hold ("100",
+    // "005", " 99"), so only those names are tested. Both ways find what LIKE finds, first page and count alike.
+    for (const needle of ['Wide', 'ide', 'Wide 1', 'Wide 100', 'ide 1005', 'e 99', '05', 'Wide 2000']) {
+      const [truth] = await t.sql<{ n: number; first: string[] }[]>`
+        SELECT count(*)::int AS n, (array_agg(id::text ORDER BY id))[1:10] AS first FROM sys_tenant
+        WHERE del_flag = '0' AND (tenant_id = ${big.tenantId} OR tenant_parent = ${big.tenantId}) AND strpos(tenant_name, ${needle}) > 0`;
+      const found = await page<TenantDto>(big.admin, `/system/tenant-api/list?pageSize=10&tenantName=${encodeURIComponent(needle)}`);
+      expect(found, needle).toMatchObject(truth!.n > 1_000 ? { total: 1_000, totalExact: false } : { total: truth!.n, totalExact: true });
+      expect(
+        found.rows.map((r) => r.id),
+        needle,
+      ).toEqual(truth!.first ?? []);
+    }
     expect(await page<TenantDto>(small.admin, '/system/tenant-api/list')).toMatchObject({
       total: 1,
       totalExact: true,

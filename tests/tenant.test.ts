@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gramsOf } from '../src/tenants/tenant.grams.js';
 import { buildTestApp, createUserAndLogin, type Client, type TestApp } from './support/app.js';
 import {
   DTO_KEYS,
@@ -697,6 +698,37 @@ describe('list', () => {
     expect(combined.total).toBe(1);
     expect((await list(`tenantParent=${children[0]!.tenantId}`)).rows.map((r) => r.tenantName)).toEqual([`${prefix}-grand`]);
     expect(await list('tenantParent=999999')).toEqual({ total: 0, totalExact: true, rows: [] });
+  });
+
+  it('finds a tenant by any part of its name as written, after a rename by its new name only', async () => {
+    // Characters, not bytes: a needle of three characters across emoji and accents.
+    const odd = await createTenant(root, { tenantName: `${prefix}-Ünï😀ço` });
+    expect((await list(`tenantName=${encodeURIComponent('ï😀ç')}`)).rows.map((r) => r.id)).toEqual([odd.id]);
+    // Case as written: LIKE is case-sensitive.
+    expect((await list(`tenantName=${encodeURIComponent(`${prefix}-ünï`)}`)).total).toBe(0);
+    const renamed = `${prefix}-Zephyr`;
+    const res = await put({ id: odd.id, tenantName: renamed, companyName: odd.companyName, contactUserName: 'C', contactPhone: '1' });
+    expect(res.status).toBe(200);
+    expect((await list(`tenantName=${encodeURIComponent('ï😀ç')}`)).total).toBe(0);
+    expect((await list(`tenantName=${encodeURIComponent('Zephyr')}`)).rows.map((r) => r.id)).toEqual([odd.id]);
+    // A rare needle is answered from the tenants holding its rarest trigram (sql/013_tenant_name_grams.sql): a
+    // tenant whose trigrams were lost is not found by it, while a needle too short for a trigram walks every name.
+    await t.sql`DELETE FROM sys_tenant_name_gram WHERE id = ${odd.id}::bigint`;
+    expect((await list(`tenantName=${encodeURIComponent('Zephyr')}`)).total).toBe(0);
+    expect((await list(`tenantName=yr&pageSize=1000`)).rows.map((r) => r.id)).toContain(odd.id);
+    // Writing the same name again does not rewrite the trigrams; another name does.
+    await put({ id: odd.id, tenantName: renamed, companyName: odd.companyName, contactUserName: 'C', contactPhone: '1' });
+    expect((await list(`tenantName=${encodeURIComponent('Zephyr')}`)).total).toBe(0);
+    await put({ id: odd.id, tenantName: `${renamed}!`, companyName: odd.companyName, contactUserName: 'C', contactPhone: '1' });
+    expect((await list(`tenantName=${encodeURIComponent('Zephyr')}`)).rows.map((r) => r.id)).toEqual([odd.id]);
+    expect((await root.delete(`${BASE}/${odd.id}`)).status).toBe(200);
+  });
+
+  it('the service splits a needle into the trigrams the database keeps of a name', async () => {
+    for (const name of ['abc', 'ab', '', 'aaaa', 'Tenant 15.', 'Ünï😀ço', '😀😀😀😀', 'a\ud800bc', '%_\\x', 'e\u0301te']) {
+      const [row] = await t.sql<{ grams: string[] }[]>`SELECT coalesce(array_agg(g ORDER BY g), '{}') AS grams FROM tenant_name_grams(${name}) g`;
+      expect([...gramsOf(name)].sort(), JSON.stringify(name)).toEqual([...row!.grams].sort());
+    }
   });
 
   it('total counts every match, not just the page', async () => {

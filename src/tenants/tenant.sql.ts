@@ -10,6 +10,7 @@ import { createUser } from '../users/user.sql.js';
 import { containing } from '../db/sql.helpers.js';
 import { AUDIT_FIELDS, fromRow, selectList, writeColumns } from '../db/fields.js';
 import { keyedPageOf } from '../db/page.js';
+import { rareGramOf } from './tenant.grams.js';
 import type { Tenant, TenantCreate, TenantListQuery, TenantUpdate } from './tenant.schema.js';
 import { PACKAGE_FIELDS, QUOTA_FIELDS, RULE_FIELDS, TENANT_FIELDS } from './tenant.fields.js';
 import {
@@ -63,9 +64,12 @@ export async function getTenant(sql: Db, caller: Caller, id: string): Promise<Te
 }
 
 export async function listTenants(sql: Db, caller: Caller, query: TenantListQuery): Promise<{ total: number; totalExact: boolean; rows: Tenant[] }> {
+  // A needle with a trigram few tenants hold: only those tenants are tested (tenant.grams.ts).
+  const rareGram = query.tenantName !== undefined ? await rareGramOf(sql, query.tenantName) : undefined;
   const from = sql`
     sys_tenant t WHERE ${liveTenantsVisibleTo(sql, caller)}
     ${query.tenantName !== undefined ? sql`AND t.tenant_name LIKE ${containing(query.tenantName)}` : sql``}
+    ${rareGram !== undefined ? sql`AND t.id IN (SELECT n.id FROM sys_tenant_name_gram n WHERE n.gram = ${rareGram})` : sql``}
     ${query.status !== undefined ? sql`AND t.status = ${query.status}` : sql``}
     ${query.tenantParent !== undefined ? sql`AND t.tenant_parent = ${query.tenantParent}` : sql``}
     ${query.after !== undefined ? sql`AND t.id > ${cursorId(query.after)}::bigint` : sql``}`;
