@@ -233,6 +233,14 @@ describe('lists past 1,000 rows', () => {
       expect(upToNow.rows.map((r) => r.id)).toEqual(newest!.ids);
       expect(newest!.ids.slice(3)).toEqual(ids.slice(0, 2));
     }
+    // A window with an end and no start: everything before the end, newest first by position (the day's first
+    // 996 minutes hold its highest positions).
+    const [upTo] = await t.sql<{ ids: string[] }[]>`
+      SELECT array_agg(position::text ORDER BY position DESC) AS ids
+      FROM (SELECT position FROM audit_log WHERE position IS NOT NULL AND time < ${new Date(2002, 2, 4, 16, 36)} ORDER BY position DESC LIMIT 6) n`;
+    const endOnly = await page<AuditRecord>(t.root, '/system/audit-api/list?endTime=2002-03-04 16:35:59&pageSize=6');
+    expect(endOnly.rows.map((r) => r.id)).toEqual(upTo!.ids);
+    expect(upTo!.ids).toEqual(ids.slice(0, 6));
   });
 
   it('count the tenant list the same way; an admin of a small tenant elsewhere still sees only its own', async () => {

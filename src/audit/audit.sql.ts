@@ -61,50 +61,36 @@ function timeBound(text: string, field: string, end: boolean): Date {
 
 /**
  * The page of a superadmin's time window, newest first by position: the
- * keys for keyedPageOf's `pageKeys`, counted apart. Two reads find them, and
- * which is shorter depends on where the window lies, which the planner
- * cannot see (it takes a window's records to be spread evenly over the
- * log, while they lie together; and a reused generic plan knows neither
- * the window nor the page size):
- *
- * - the window's records from the (time, position) index, all of them, and
- *   the newest kept: a day of 3,300 records anywhere in the log;
- * - the position index backwards from the newest record, skipping those
- *   after the window until the page is found: a window up to now, or one
- *   that holds most of the log.
- *
+ * keys for keyedPageOf's `pageKeys`, counted apart. The window's records lie
+ * in the position blocks whose time span meets the window
+ * (sql/014_audit_time_blocks.sql); the position index is walked newest first
+ * from the top of the last such block down to the bottom of the first,
+ * passing over the records outside the window, until the page is found.
  * Positions follow times closely (a record is positioned soon after it is
- * written), so the positions of the window's first and last records say how
- * many records lie in it and after it; the shorter run is read. Each read is
- * written so that it can only be planned its own way. The choice changes
- * the cost only: both reads give the same keys. Without an end the window
- * reaches the newest records, so the position index finds the page at once.
+ * written), so those blocks are few and lie together: a day of 3,300
+ * records at a million is 14 blocks, and its newest ten are found among
+ * the first records read, where reading the whole day by the time index and
+ * keeping the newest read all 3,300. The bounds are subqueries, so the
+ * statement is planned the one way whatever the window.
  * `filters` are the list's other conditions (none with an index of its own).
  */
+/** Positions per block of audit_time_block (sql/014_audit_time_blocks.sql). */
+const BLOCK = 256;
+
 function windowPage(sql: Db, filters: Fragment, begin: Date | undefined, end: Date | undefined) {
-  const inWindow = (b: Fragment | undefined, e: Fragment | undefined) =>
-    b !== undefined && e !== undefined ? sql`a.time >= ${b} AND a.time < ${e}` : b !== undefined ? sql`a.time >= ${b}` : sql`a.time < ${e!}`;
-  const value = (d: Date | undefined) => (d === undefined ? undefined : sql`${d}::timestamptz`);
-  // The bounds as subqueries: the planner plans this read as for a window of unknown size, so a plan made for
-  // a long window, where this read is not taken, does not cost it as a long sort (and the statement's plans do
-  // not look dear beside a generic plan, which would then be kept for every window).
-  const unseen = (d: Date | undefined) => (d === undefined ? undefined : sql`(SELECT ${d}::timestamptz)`);
-  // The window's test as one opaque condition: the time index cannot serve it, so this walks the positions.
-  const newestFirst = (limit: number, offset: number) => sql`
-    ARRAY(SELECT a.position FROM audit_log a WHERE a.position IS NOT NULL ${filters} AND (${inWindow(value(begin), value(end))}) IS TRUE
-          ORDER BY a.position DESC LIMIT ${limit} OFFSET ${offset})`;
-  if (end === undefined) return newestFirst;
-  // OFFSET 0: the window is read whole (by the time index), and only then ordered.
-  const wholeWindow = (limit: number, offset: number) => sql`
-    ARRAY(SELECT w.k FROM (SELECT a.position AS k FROM audit_log a WHERE a.position IS NOT NULL ${filters} AND ${inWindow(unseen(begin), unseen(end))} OFFSET 0) w
-          ORDER BY w.k DESC LIMIT ${limit} OFFSET ${offset})`;
-  const at = (edge: Fragment) => sql`(SELECT a.position FROM audit_log a WHERE a.position IS NOT NULL ${edge} LIMIT 1)`;
-  const last = () => at(sql`AND a.time < ${end} ORDER BY a.time DESC`);
-  const first = () => at(begin !== undefined ? sql`AND a.time >= ${begin} ORDER BY a.time` : sql`ORDER BY a.time`);
-  // With no record before the end, or none from the start on, the window is empty: the whole window is nothing to read.
+  const meets = sql`${begin !== undefined ? sql`b.max_time >= ${begin}` : sql`true`} AND ${end !== undefined ? sql`b.min_time < ${end}` : sql`true`}`;
+  // The window's test as one opaque condition: the (time, position) index cannot serve it, so the page is walked
+  // by position (with it, the planner read the whole window by time, bounded by the blocks, and sorted it).
+  const inWindow = sql`(${begin !== undefined ? sql`a.time >= ${begin}` : sql`true`} AND ${end !== undefined ? sql`a.time < ${end}` : sql`true`}) IS TRUE`;
+  // OFFSET 0: the blocks are found by their span (the max_time index), not by walking every block in block order
+  // for the first that meets the window.
+  const blocks = sql`(SELECT b.block FROM audit_time_block b WHERE ${meets} OFFSET 0) m`;
   return (limit: number, offset: number) => sql`
-    CASE WHEN coalesce(${last()} - ${first()} <= ${at(sql`ORDER BY a.position DESC`)} - ${last()}, true)
-    THEN ${wholeWindow(limit, offset)} ELSE ${newestFirst(limit, offset)} END`;
+    ARRAY(SELECT a.position FROM audit_log a
+          WHERE a.position >= (SELECT min(m.block) * ${BLOCK} FROM ${blocks})
+            AND a.position < (SELECT (max(m.block) + 1) * ${BLOCK} FROM ${blocks})
+            AND ${inWindow} ${filters}
+          ORDER BY a.position DESC LIMIT ${limit} OFFSET ${offset})`;
 }
 
 /** The filtered records a caller may see, newest first, one page; the total counted up to a bound (db/page.ts keyedPageOf). */
@@ -128,7 +114,7 @@ export async function listAudit(
   const from = visibleRecords(sql, viewer, where, 'DESC');
   // The walk over positions reads an index alone for most filters: the superadmin's each have a
   // (column, position) index, and the per-tenant index carries the time and the user name (sql/012_list_indexes.sql).
-  // The superadmin's time window without such a filter is not read in position order (windowPage).
+  // The superadmin's time window without such a filter is walked between the position blocks it meets (windowPage).
   const byTime =
     isSuperadmin(viewer) &&
     (begin !== undefined || end !== undefined) &&
