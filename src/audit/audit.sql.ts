@@ -59,37 +59,59 @@ function timeBound(text: string, field: string, end: boolean): Date {
   return date;
 }
 
-/**
- * The page of a superadmin's time window, newest first by position: the
- * keys for keyedPageOf's `pageKeys`, counted apart. The window's records lie
- * in the position blocks whose time span meets the window
- * (sql/014_audit_time_blocks.sql); the position index is walked newest first
- * from the top of the last such block down to the bottom of the first,
- * passing over the records outside the window, until the page is found.
- * Positions follow times closely (a record is positioned soon after it is
- * written), so those blocks are few and lie together: a day of 3,300
- * records at a million is 14 blocks, and its newest ten are found among
- * the first records read, where reading the whole day by the time index and
- * keeping the newest read all 3,300. The bounds are subqueries, so the
- * statement is planned the one way whatever the window.
- * `filters` are the list's other conditions (none with an index of its own).
- */
 /** Positions per block of audit_time_block (sql/014_audit_time_blocks.sql). */
 const BLOCK = 256;
 
-function windowPage(sql: Db, filters: Fragment, begin: Date | undefined, end: Date | undefined) {
-  const meets = sql`${begin !== undefined ? sql`b.max_time >= ${begin}` : sql`true`} AND ${end !== undefined ? sql`b.min_time < ${end}` : sql`true`}`;
+/**
+ * The positions a superadmin's time window can hold records at: from the
+ * bottom of the first position block whose time span meets the window to
+ * the top of the last (sql/014_audit_time_blocks.sql); undefined when no
+ * block meets it. Positions follow times closely (a record is positioned
+ * soon after it is written), so those blocks are few and lie together: a
+ * day of 3,300 records at a million is 14 blocks.
+ *
+ * Read in a statement of its own, before the page's: with the blocks as
+ * subqueries of the page's statement, the generic plan priced the lookup by
+ * the table's size on disk (large after a bulk load that widened the blocks
+ * record by record) and the statement was planned anew on every request,
+ * which took as long as the read.
+ */
+async function windowPositions(sql: Db, begin: Date | undefined, end: Date | undefined) {
+  // OFFSET 0: the blocks are found by their span (the max_time index), then their least and greatest taken; left
+  // to itself the planner walked the blocks in number order from block 0 for the first that meets the window.
+  const [row] = await sql<{ low: string | null; high: string | null }[]>`
+    SELECT (min(m.block) * ${BLOCK})::text AS low, ((max(m.block) + 1) * ${BLOCK})::text AS high
+    FROM (SELECT b.block FROM audit_time_block b
+          WHERE ${begin !== undefined ? sql`b.max_time >= ${begin}` : sql`true`} AND ${end !== undefined ? sql`b.min_time < ${end}` : sql`true`}
+          OFFSET 0) m`;
+  return row!.low === null ? undefined : { low: row!.low, high: row!.high! };
+}
+
+/**
+ * The page of a superadmin's time window, newest first by position: the
+ * keys for keyedPageOf's `pageKeys`, counted apart. The position index is
+ * walked newest first between the window's positions (windowPositions),
+ * passing over the records outside the window, until the page is found: a
+ * day's newest ten after some 200 records, where reading the whole day by
+ * the time index and keeping the newest read all 3,300 of it.
+ * `filters` are the list's other conditions (none with an index of its own).
+ */
+function windowPage(
+  sql: Db,
+  filters: Fragment,
+  begin: Date | undefined,
+  end: Date | undefined,
+  positions: { low: string; high: string } | undefined,
+) {
   // The window's test as one opaque condition: the (time, position) index cannot serve it, so the page is walked
-  // by position (with it, the planner read the whole window by time, bounded by the blocks, and sorted it).
+  // by position (with it, the planner read the whole window by time, bounded by the positions, and sorted it).
   const inWindow = sql`(${begin !== undefined ? sql`a.time >= ${begin}` : sql`true`} AND ${end !== undefined ? sql`a.time < ${end}` : sql`true`}) IS TRUE`;
-  // OFFSET 0: the blocks are found by their span (the max_time index), not by walking every block in block order
-  // for the first that meets the window.
-  const blocks = sql`(SELECT b.block FROM audit_time_block b WHERE ${meets} OFFSET 0) m`;
-  return (limit: number, offset: number) => sql`
+  return (limit: number, offset: number) =>
+    positions === undefined
+      ? sql`'{}'::bigint[]`
+      : sql`
     ARRAY(SELECT a.position FROM audit_log a
-          WHERE a.position >= (SELECT min(m.block) * ${BLOCK} FROM ${blocks})
-            AND a.position < (SELECT (max(m.block) + 1) * ${BLOCK} FROM ${blocks})
-            AND ${inWindow} ${filters}
+          WHERE a.position >= ${positions.low}::bigint AND a.position < ${positions.high}::bigint AND ${inWindow} ${filters}
           ORDER BY a.position DESC LIMIT ${limit} OFFSET ${offset})`;
 }
 
@@ -129,7 +151,7 @@ export async function listAudit(
       descending: true,
       from,
       row: (k) => sql`SELECT ${COLUMNS(sql)} FROM audit_log a WHERE a.position = ${k}`,
-      ...(byTime && { pageKeys: windowPage(sql, filters, begin, end) }),
+      ...(byTime && { pageKeys: windowPage(sql, filters, begin, end, await windowPositions(sql, begin, end)) }),
     },
     query,
   );
