@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ADMIN_PASSWORD, buildTestApp, Client, createdId, createUserAndLogin, type TestApp } from './support/app.js';
 import { childTenant as childTenantOf, createTenantWithAdmin } from './support/tenants.js';
 import { purgeAudit } from '../src/audit/audit.sql.js';
@@ -469,6 +469,13 @@ describe('GET /system/audit-api/changes', () => {
 });
 
 describe('retention', () => {
+  /** The rows of audit_time_block (the time window's position blocks, 256 positions each) holding these positions. */
+  const blocksOf = async (positions: number[]) =>
+    (
+      await t.sql<{ block: string }[]>`
+        SELECT block::text FROM audit_time_block WHERE block = ANY(${positions.map((p) => Math.floor(p / 256))}::bigint[]) ORDER BY block`
+    ).map((r) => r.block);
+
   it('purges records older than the retention period in batches, and keeps the rest', async () => {
     await t.root.get('/system/audit-api/list');
     const count = async () => (await t.sql<{ n: number }[]>`SELECT count(*) AS n FROM audit_log`)[0]!.n;
@@ -481,11 +488,29 @@ describe('retention', () => {
     await t.sql`
       INSERT INTO audit_log (position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, changes)
       VALUES (2000000, now() - make_interval(days => 300), '000000', 'recent', '000000', 'dept.update', 'dept', '1', '{}')`;
+    expect(await blocksOf([1000001, 2000000])).toEqual(['3906', '7812']);
     expect(await purgeAudit(t.appSql, 365, 4)).toBe(25);
     const left = await t.sql<{ userName: string }[]>`SELECT user_name AS "userName" FROM audit_log WHERE user_name IN ('old', 'recent')`;
     expect(left.map((r) => r.userName)).toEqual(['recent']);
+    // The time window's position block of the purged records goes with them; the recent record's stays.
+    expect(await blocksOf([1000001, 2000000])).toEqual(['7812']);
     expect(await purgeAudit(t.appSql, 200, 1000)).toBe(1);
     expect(await count()).toBe(before);
+    expect(await blocksOf([1000001, 2000000])).toEqual([]);
+  });
+
+  // A second connection holds the record's lock; the embedded database has one connection.
+  it.skipIf(!inject('databaseUrl'))('keeps the position block of an old record another purge holds, until that record is gone', async () => {
+    await t.sql`
+      INSERT INTO audit_log (position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, changes)
+      VALUES (3000000, now() - make_interval(days => 400), '000000', 'held', '000000', 'dept.update', 'dept', '1', '{}')`;
+    await t.sql.begin(async (tx) => {
+      await tx`SELECT 1 FROM audit_log WHERE position = 3000000 FOR UPDATE`;
+      expect(await purgeAudit(t.appSql, 365)).toBe(0);
+      expect(await blocksOf([3000000])).toEqual(['11718']);
+    });
+    expect(await purgeAudit(t.appSql, 365)).toBe(1);
+    expect(await blocksOf([3000000])).toEqual([]);
   });
 });
 

@@ -193,8 +193,9 @@ export async function assignPositions(sql: Db, batch = 10_000): Promise<string |
 /**
  * Deletes records older than `days`, `batch` rows per statement so no lock
  * or transaction is held for long. Writers never wait for it: they insert
- * new rows, and the sequencer touches only unpositioned ones. Returns the
- * number deleted.
+ * new rows, and the sequencer touches only unpositioned ones. Then the time
+ * window's position blocks left empty go too. Returns the number of records
+ * deleted.
  */
 export async function purgeAudit(sql: Db, days: number, batch = 1000): Promise<number> {
   let total = 0;
@@ -206,8 +207,16 @@ export async function purgeAudit(sql: Db, days: number, batch = 1000): Promise<n
         ORDER BY time LIMIT ${batch}
         FOR UPDATE SKIP LOCKED)`;
     total += deleted.count;
-    if (deleted.count < batch) return total;
+    if (deleted.count < batch) break;
   }
+  // The position blocks of the time window (sql/014_audit_time_blocks.sql) that no longer hold a record: a block
+  // all of whose records were older than the cutoff. One whose record was skipped above (locked by another node's
+  // purge) is kept for that record, and goes with it on a later run.
+  await sql`
+    DELETE FROM audit_time_block b
+    WHERE b.max_time < now() - make_interval(days => ${days})
+      AND NOT EXISTS (SELECT 1 FROM audit_log a WHERE a.position >= b.block * ${BLOCK} AND a.position < (b.block + 1) * ${BLOCK})`;
+  return total;
 }
 
 /**

@@ -326,6 +326,12 @@ export const ALLOWLIST: readonly Allowed[] = [
   },
   {
     statement:
+      /^DELETE FROM audit_time_block b WHERE b\.max_time < now\(\) - make_interval\(days => \$1\) AND NOT EXISTS \( ?SELECT 1 FROM audit_log a WHERE a\.position >= /,
+    unpinned: ['audit_log'],
+    reason: "the same purge's end: drops the time window's position blocks left without a record, whichever tenants' records they held",
+  },
+  {
+    statement:
       /^DELETE FROM login_lock WHERE \(tenant_id, user_name\) IN \( SELECT tenant_id, user_name FROM login_lock WHERE window_start <= now\(\) - make_interval\(mins => \$1\)/,
     unpinned: ['login_lock'],
     reason: "the purge of expired login locks (src/auth/auth.sql.ts): clears every tenant's stale counters by age",
