@@ -73,7 +73,8 @@ export async function listTenants(sql: Db, caller: Caller, query: TenantListQuer
     ${query.status !== undefined ? sql`AND t.status = ${query.status}` : sql``}
     ${query.tenantParent !== undefined ? sql`AND t.tenant_parent = ${query.tenantParent}` : sql``}
     ${query.after !== undefined ? sql`AND t.id > ${cursorId(query.after)}::bigint` : sql``}`;
-  // The walk over the ids is answered by sys_tenant_live_list_idx alone (sql/012_list_indexes.sql);
+  // The walk over the ids is answered by an index alone: sys_tenant_live_id_idx without a filter
+  // (sql/016_tenant_live_ids.sql), sys_tenant_live_list_idx with one (sql/012_list_indexes.sql);
   // after a cursor it starts at the cursor, so a page far down the list costs what the first does.
   const page = await keyedPageOf<Record<string, unknown>>(
     sql,
