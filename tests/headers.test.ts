@@ -76,6 +76,29 @@ describe('security headers', () => {
     expect(invalid.headers['cache-control']).toBe('no-store');
   });
 
+  it('an API answer carries only the headers that govern data, a page the whole hardening set', async () => {
+    // Browser-document headers (opener isolation, embedding, legacy IE and Flash switches) belong to pages only.
+    const documentOnly = [
+      'cross-origin-opener-policy',
+      'cross-origin-resource-policy',
+      'origin-agent-cluster',
+      'x-dns-prefetch-control',
+      'x-download-options',
+      'x-permitted-cross-domain-policies',
+      'x-xss-protection',
+    ];
+    const answer = await inject({ method: 'GET', url: '/system/dept-api/100', headers: auth() });
+    expect(answer.statusCode).toBe(200);
+    expect(answer.headers['strict-transport-security']).toBe('max-age=31536000; includeSubDomains');
+    for (const name of documentOnly) expect(answer.headers[name], name).toBeUndefined();
+    const page = await inject({ method: 'GET', url: '/docs/' });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['strict-transport-security']).toBe('max-age=31536000; includeSubDomains');
+    expect(page.headers['cross-origin-opener-policy']).toBe('same-origin');
+    expect(page.headers['cross-origin-resource-policy']).toBe('same-origin');
+    for (const name of documentOnly) expect(page.headers[name], name).toBeDefined();
+  });
+
   it('the docs page has its own CSP: same-origin scripts, styles, images and fetches, no framing', async () => {
     for (const url of ['/docs', '/docs/', '/docs/static/swagger-ui-bundle.js']) {
       const res = await inject({ method: 'GET', url });
