@@ -101,6 +101,11 @@ export async function buildApp({
     routerOptions: { maxParamLength: MAX_PATH_PARAM, ignoreTrailingSlash: true },
     requestIdHeader: false,
     genReqId: requestId,
+    // Fastify hands pino an options object on every request, empty unless the route sets a log level; with
+    // one, pino builds the child the long way (new formatters, the options checked); without, the child is
+    // the parent plus the request id. Same child either way.
+    childLoggerFactory: (parent, bindings, options) =>
+      options.level === undefined && options.serializers === undefined ? parent.child(bindings) : parent.child(bindings, options),
     schemaController: { compilersFactory: { buildValidator } },
     frameworkErrors,
     clientErrorHandler,
