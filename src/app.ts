@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { destination } from 'pino';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { destination, type Bindings, type ChildLoggerOptions } from 'pino';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { DEFAULT_CHART_CACHE_MB, type Config } from './config.js';
 import type { Sql } from './db/database.js';
@@ -69,6 +69,18 @@ function stdoutLog() {
 }
 
 /**
+ * Each request's child logger. Fastify hands pino an options object on every
+ * request, empty unless the route sets a log level or serializers; given one,
+ * pino builds the child the long way (new formatters, the options checked),
+ * without one the child is the parent plus the request id. Same child either
+ * way; any option Fastify passes still reaches pino.
+ */
+function requestLogger(parent: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
+  for (const _ in options) return parent.child(bindings, options);
+  return parent.child(bindings);
+}
+
+/**
  * The whole HTTP application on a given database, without listening: main.ts
  * listens, the tests inject. Registration order: external plugins, then our
  * cross-cutting plugins, then one route plugin per resource.
@@ -101,11 +113,7 @@ export async function buildApp({
     routerOptions: { maxParamLength: MAX_PATH_PARAM, ignoreTrailingSlash: true },
     requestIdHeader: false,
     genReqId: requestId,
-    // Fastify hands pino an options object on every request, empty unless the route sets a log level; with
-    // one, pino builds the child the long way (new formatters, the options checked); without, the child is
-    // the parent plus the request id. Same child either way.
-    childLoggerFactory: (parent, bindings, options) =>
-      options.level === undefined && options.serializers === undefined ? parent.child(bindings) : parent.child(bindings, options),
+    childLoggerFactory: requestLogger,
     schemaController: { compilersFactory: { buildValidator } },
     frameworkErrors,
     clientErrorHandler,
