@@ -1,8 +1,9 @@
 import type { PendingQuery, Row } from 'postgres';
 import type { Db } from './database.js';
+import { builtOnce } from './fields.js';
 
 /** A piece of SQL built with the sql tag, to be placed inside another statement. */
-type Fragment = PendingQuery<Row[]>;
+export type Fragment = PendingQuery<Row[]>;
 
 /** A page request as every list route takes it: 1-based pageNum, pageSize rows. */
 export interface PageQuery {
@@ -49,11 +50,32 @@ export async function windowOf<T extends object>(
 const EXACT_TOTAL_UP_TO = 1_000;
 
 /** How far a count goes: EXACT_TOTAL_UP_TO rows, or to the end of the page asked for. */
-const countBound = (page: PageQuery) => Math.max(EXACT_TOTAL_UP_TO, page.pageNum * page.pageSize);
+export const countBound = (page: PageQuery) => Math.max(EXACT_TOTAL_UP_TO, page.pageNum * page.pageSize);
+
+/** Owns the text of the usual bound + 1 (builtOnce). */
+const USUAL_LIMIT = { rows: EXACT_TOTAL_UP_TO + 1 };
+
+/**
+ * `n` rows as a LIMIT's value: the usual bound + 1 (EXACT_TOTAL_UP_TO + 1)
+ * written into the statement's text (a number of the code's, never input),
+ * any other number as a parameter. Why: PostgreSQL plans a prepared
+ * statement for its parameters' values five times, then keeps one plan for
+ * every value if that plan is priced no higher. A LIMIT or OFFSET that is a
+ * parameter is priced as a tenth of the rows, so on a big table the kept
+ * plan looked dear and every execution of a first page was planned anew
+ * (0.1-0.2 ms, as long as the walk itself), where on a small table it was
+ * kept. With the bound in the text, the plan is priced for 1,001 rows and
+ * kept (docs/benchmark.md).
+ */
+export const rowLimit = (sql: Db, n: number): Fragment =>
+  n === USUAL_LIMIT.rows ? builtOnce(sql, USUAL_LIMIT, 'limit', () => String(USUAL_LIMIT.rows)) : sql`${n}`;
+
+/** `OFFSET n`, left out for 0 (a parameter there is priced as a tenth of the rows, as rowLimit says). */
+const skipping = (sql: Db, n: number): Fragment => (n === 0 ? sql`` : sql`OFFSET ${n}`);
 
 /** The number of rows `from` holds, up to bound + 1 (a scalar subquery): one more than the bound says "more". */
 const countedTo = (sql: Db, from: (n: number) => Fragment, bound: number) =>
-  sql`(SELECT count(*)::int FROM (SELECT 1 FROM ${from(bound + 1)} LIMIT ${bound + 1}) counted)`;
+  sql`(SELECT count(*)::int FROM (SELECT 1 FROM ${from(bound + 1)} LIMIT ${rowLimit(sql, bound + 1)}) counted)`;
 
 /**
  * The number of rows `from` holds, counted up to the larger of
@@ -117,7 +139,7 @@ export async function keyedPageOf<T extends object>(
         ${query.pageKeys(page.pageSize, offset)} AS keys`
     : sql`
       SELECT count(*)::int AS n, (array_agg(k ORDER BY k ${direction}))[1:${page.pageSize}] AS keys
-      FROM (SELECT ${query.key} AS k FROM ${query.from(bound + 1)} ORDER BY ${query.key} ${direction} LIMIT ${bound + 1 - offset} OFFSET ${offset}) walked`;
+      FROM (SELECT ${query.key} AS k FROM ${query.from(bound + 1)} ORDER BY ${query.key} ${direction} LIMIT ${rowLimit(sql, bound + 1 - offset)} ${skipping(sql, offset)}) walked`;
   const found = await sql<({ pageKeysFound: number; pageKeyIndex: number | null } & T)[]>`
     SELECT tail.n AS "pageKeysFound", o.i AS "pageKeyIndex", r.*
     FROM (${tail}) tail
