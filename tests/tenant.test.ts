@@ -737,6 +737,46 @@ describe('list', () => {
     expect(page.rows).toHaveLength(2);
   });
 
+  it("the platform's pages by number follow every tenant write at once: a create, a rename, a delete, another node's", async () => {
+    // Past the first page the platform's unfiltered list is answered from the live ids and pages the service keeps
+    // (src/tenants/tenant.pages.ts); the first page of 1000 walks the table, so the two must agree after every write.
+    const size = 3;
+    const expectPagesAsWalked = async () => {
+      const walked = await list('pageSize=1000');
+      const paged: TenantDto[] = [];
+      const pages = Math.ceil(walked.rows.length / size);
+      for (let n = 2; n <= pages + 1; n++) {
+        const page = await list(`pageNum=${n}&pageSize=${size}`);
+        expect(page, `page ${n}`).toMatchObject({ total: walked.total, totalExact: true });
+        paged.push(...page.rows);
+      }
+      expect(paged).toEqual(walked.rows.slice(size));
+      return walked.rows;
+    };
+    await expectPagesAsWalked();
+    const before = await expectPagesAsWalked(); // the second time from the pages kept
+
+    const created = await createTenant(root, { tenantName: `${prefix}-kept-new` });
+    expect((await expectPagesAsWalked()).at(-1)!.id).toBe(created.id);
+
+    const onPage2 = before[size]!;
+    const renamed = `${prefix}-kept-renamed`;
+    expect((await put({ ...writable(onPage2), tenantName: renamed })).status).toBe(200);
+    expect((await list(`pageNum=2&pageSize=${size}`)).rows[0]).toMatchObject({ id: onPage2.id, tenantName: renamed });
+    await expectPagesAsWalked();
+
+    expect((await root.delete(`${BASE}/${created.id}`)).status).toBe(200);
+    expect((await expectPagesAsWalked()).map((r) => r.id)).not.toContain(created.id);
+
+    // Another node's write reaches this node's next read: the version is the database's, not the process's.
+    await t.sql`UPDATE sys_tenant SET contact_user_name = 'Written elsewhere' WHERE id = ${onPage2.id}::bigint`;
+    expect((await list(`pageNum=2&pageSize=${size}`)).rows[0]).toMatchObject({ id: onPage2.id, contactUserName: 'Written elsewhere' });
+    await t.sql`UPDATE sys_tenant SET del_flag = '2' WHERE id = ${onPage2.id}::bigint`;
+    expect((await list(`pageNum=2&pageSize=${size}`)).rows.map((r) => r.id)).not.toContain(onPage2.id);
+    await t.sql`UPDATE sys_tenant SET del_flag = '0' WHERE id = ${onPage2.id}::bigint`;
+    expect((await expectPagesAsWalked()).map((r) => r.id)).toContain(onPage2.id);
+  });
+
   it('pages by cursor: after= an id holds the tenants after it in id order, counted from there, with the filters', async () => {
     const all = (await list(`tenantParent=${parent.tenantId}&pageSize=1000`)).rows.map((r) => r.id);
     expect(all).toEqual([...all].sort((x, y) => (BigInt(x) < BigInt(y) ? -1 : 1)));

@@ -43,7 +43,15 @@ const TENANT_OWNED = [
   'sys_api_key',
 ] as const;
 /** Small or global tables, read-mostly: reference tables (or coordinator-local) under Citus. */
-const REFERENCE = ['sys_tenant', 'sys_tenant_name_gram', 'app_setting', 'audit_feed', 'audit_time_block', 'schema_migrations'] as const;
+const REFERENCE = [
+  'sys_tenant',
+  'sys_tenant_name_gram',
+  'sys_tenant_list_version',
+  'app_setting',
+  'audit_feed',
+  'audit_time_block',
+  'schema_migrations',
+] as const;
 
 /** Our functions a statement may call: they touch no tenant-owned table. Any other of ours fails the statement. */
 const HARMLESS_FUNCTIONS: Record<string, string> = {
