@@ -409,6 +409,11 @@ describe('GET /system/audit-api/list', () => {
     expect(byEntity.map((r) => r.id)).toContain(deptRecord.id);
     await check({ userName: 'adm' }, (r) => r.userName.includes('adm'));
     expect(await audit({ userName: 'no-such-actor' })).toEqual([]);
+    // A substring, case and all: LIKE's wildcards are literal, for the superadmin's walk and an admin's per-tenant one.
+    for (const client of [t.root, b.admin]) {
+      expect((await audit({ userName: 'dmi' }, client)).length).toBeGreaterThan(0);
+      for (const literal of ['%', 'a%n', 'adm_n', 'ADMIN', '\\']) expect(await audit({ userName: literal }, client), literal).toEqual([]);
+    }
 
     // Time bounds, in the server's time zone, inclusive.
     const newest = (await audit())[0]!;
