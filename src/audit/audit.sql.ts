@@ -1,6 +1,6 @@
 import type { PendingQuery, Row } from 'postgres';
 import type { Db } from '../db/database.js';
-import { keyedPageOf, rowLimit } from '../db/page.js';
+import { keyedPageOf } from '../db/page.js';
 import { assert } from '../core/app.error.js';
 import { formatDateTimeMs } from '../core/time.js';
 import { isSuperadmin, type Caller } from '../identity/caller.js';
@@ -44,7 +44,7 @@ function visibleRecords(sql: Db, viewer: Caller, where: Fragment, order: 'ASC' |
     CROSS JOIN LATERAL (
       SELECT a.* FROM audit_log a
       WHERE a.tenant_id = v.tenant_id AND a.position IS NOT NULL ${where}
-      ORDER BY a.position ${direction} LIMIT ${rowLimit(sql, run)}) a`;
+      ORDER BY a.position ${direction} LIMIT ${run}) a`;
 }
 
 /** "2026-01-31" or "2026-01-31 08:00:00" in the server's time zone; `end` makes a bound exclusive just after it. */
