@@ -67,7 +67,7 @@ const USUAL_LIMIT = { rows: EXACT_TOTAL_UP_TO + 1 };
  * kept. With the bound in the text, the plan is priced for 1,001 rows and
  * kept (docs/benchmark.md).
  */
-export const rowLimit = (sql: Db, n: number): Fragment =>
+const rowLimit = (sql: Db, n: number): Fragment =>
   n === USUAL_LIMIT.rows ? builtOnce(sql, USUAL_LIMIT, 'limit', () => String(USUAL_LIMIT.rows)) : sql`${n}`;
 
 /** `OFFSET n`, left out for 0 (a parameter there is priced as a tenth of the rows, as rowLimit says). */
