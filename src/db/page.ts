@@ -70,9 +70,6 @@ const USUAL_LIMIT = { rows: EXACT_TOTAL_UP_TO + 1 };
 const rowLimit = (sql: Db, n: number): Fragment =>
   n === USUAL_LIMIT.rows ? builtOnce(sql, USUAL_LIMIT, 'limit', () => String(USUAL_LIMIT.rows)) : sql`${n}`;
 
-/** `OFFSET n`, left out for 0 (a parameter there is priced as a tenth of the rows, as rowLimit says). */
-const skipping = (sql: Db, n: number): Fragment => (n === 0 ? sql`` : sql`OFFSET ${n}`);
-
 /** The number of rows `from` holds, up to bound + 1 (a scalar subquery): one more than the bound says "more". */
 const countedTo = (sql: Db, from: (n: number) => Fragment, bound: number) =>
   sql`(SELECT count(*)::int FROM (SELECT 1 FROM ${from(bound + 1)} LIMIT ${rowLimit(sql, bound + 1)}) counted)`;
@@ -104,7 +101,11 @@ async function countUpTo(sql: Db, from: (n: number) => Fragment, page: PageQuery
  * bound + 1: their number is the total past the offset, the first pageSize
  * of them are the page (the aggregate orders them itself: the order its
  * input arrives in is not promised). A page past the end finds no keys and
- * counts again (countUpTo) to say how many there are.
+ * counts again (countUpTo) to say how many there are. A page that ends
+ * within the first EXACT_TOTAL_UP_TO rows (page 1 to 100 of 10) walks the
+ * same first bound + 1 keys as the first page and takes its slice of them:
+ * one statement text, and one kept plan, for all those pages (rowLimit says
+ * why that matters), where an OFFSET parameter had each planned anew.
  *
  * `pageKeys`: for a walk that no index gives in key order (the audit
  * list's time window, read from the (time, position) index). There the one
@@ -137,9 +138,14 @@ export async function keyedPageOf<T extends object>(
     ? sql`
       SELECT greatest(0, ${countedTo(sql, query.from, bound)} - ${offset}::int) AS n,
         ${query.pageKeys(page.pageSize, offset)} AS keys`
+    : bound === EXACT_TOTAL_UP_TO
+    ? sql`
+      SELECT greatest(0, count(*)::int - ${offset}::int) AS n,
+        (array_agg(k ORDER BY k ${direction}))[${offset + 1}:${offset + page.pageSize}] AS keys
+      FROM (SELECT ${query.key} AS k FROM ${query.from(bound + 1)} ORDER BY ${query.key} ${direction} LIMIT ${rowLimit(sql, bound + 1)}) walked`
     : sql`
       SELECT count(*)::int AS n, (array_agg(k ORDER BY k ${direction}))[1:${page.pageSize}] AS keys
-      FROM (SELECT ${query.key} AS k FROM ${query.from(bound + 1)} ORDER BY ${query.key} ${direction} LIMIT ${rowLimit(sql, bound + 1 - offset)} ${skipping(sql, offset)}) walked`;
+      FROM (SELECT ${query.key} AS k FROM ${query.from(bound + 1)} ORDER BY ${query.key} ${direction} LIMIT ${bound + 1 - offset} OFFSET ${offset}) walked`;
   const found = await sql<({ pageKeysFound: number; pageKeyIndex: number | null } & T)[]>`
     SELECT tail.n AS "pageKeysFound", o.i AS "pageKeyIndex", r.*
     FROM (${tail}) tail
