@@ -134,18 +134,22 @@ export async function keyedPageOf<T extends object>(
   const offset = (page.pageNum - 1) * page.pageSize;
   const direction = query.descending ? sql`DESC` : sql`ASC`;
   // `n`: the rows after the offset, up to the bound + 1; `keys`: the page's keys, in order.
-  const tail = query.pageKeys
-    ? sql`
+  let tail: Fragment;
+  if (query.pageKeys) {
+    tail = sql`
       SELECT greatest(0, ${countedTo(sql, query.from, bound)} - ${offset}::int) AS n,
-        ${query.pageKeys(page.pageSize, offset)} AS keys`
-    : bound === EXACT_TOTAL_UP_TO
-    ? sql`
+        ${query.pageKeys(page.pageSize, offset)} AS keys`;
+  } else if (bound === EXACT_TOTAL_UP_TO) {
+    // The page ends within the first bound rows: the first page's walk, and the page's slice of it.
+    tail = sql`
       SELECT greatest(0, count(*)::int - ${offset}::int) AS n,
         (array_agg(k ORDER BY k ${direction}))[${offset + 1}:${offset + page.pageSize}] AS keys
-      FROM (SELECT ${query.key} AS k FROM ${query.from(bound + 1)} ORDER BY ${query.key} ${direction} LIMIT ${rowLimit(sql, bound + 1)}) walked`
-    : sql`
+      FROM (SELECT ${query.key} AS k FROM ${query.from(bound + 1)} ORDER BY ${query.key} ${direction} LIMIT ${rowLimit(sql, bound + 1)}) walked`;
+  } else {
+    tail = sql`
       SELECT count(*)::int AS n, (array_agg(k ORDER BY k ${direction}))[1:${page.pageSize}] AS keys
       FROM (SELECT ${query.key} AS k FROM ${query.from(bound + 1)} ORDER BY ${query.key} ${direction} LIMIT ${bound + 1 - offset} OFFSET ${offset}) walked`;
+  }
   const found = await sql<({ pageKeysFound: number; pageKeyIndex: number | null } & T)[]>`
     SELECT tail.n AS "pageKeysFound", o.i AS "pageKeyIndex", r.*
     FROM (${tail}) tail
