@@ -100,12 +100,14 @@ async function countUpTo(sql: Db, from: (n: number) => Fragment, page: PageQuery
  * The walk skips `offset` keys and keeps the next ones up to the count's
  * bound + 1: their number is the total past the offset, the first pageSize
  * of them are the page (the aggregate orders them itself: the order its
- * input arrives in is not promised). A page past the end finds no keys and
- * counts again (countUpTo) to say how many there are. A page that ends
- * within the first EXACT_TOTAL_UP_TO rows (page 1 to 100 of 10) walks the
- * same first bound + 1 keys as the first page and takes its slice of them:
- * one statement text, and one kept plan, for all those pages (rowLimit says
- * why that matters), where an OFFSET parameter had each planned anew.
+ * input arrives in is not promised). A page past the end of such a walk
+ * finds no keys and counts again (countUpTo) to say how many there are.
+ * A page that ends within the first EXACT_TOTAL_UP_TO rows (page 1 to 100
+ * of 10) walks the same first bound + 1 keys as the first page and takes
+ * its slice of them: one statement text, and one kept plan, for all those
+ * pages (rowLimit says why that matters), where an OFFSET parameter had
+ * each planned anew; that walk counts from the start, so a page past its
+ * end needs no second count, nor does the time window's (`pageKeys`).
  *
  * `pageKeys`: for a walk that no index gives in key order (the audit
  * list's time window, read from the (time, position) index). There the one
@@ -133,31 +135,32 @@ export async function keyedPageOf<T extends object>(
   const bound = countBound(page);
   const offset = (page.pageNum - 1) * page.pageSize;
   const direction = query.descending ? sql`DESC` : sql`ASC`;
-  // `n`: the rows after the offset, up to the bound + 1; `keys`: the page's keys, in order.
+  // `counted`: the rows counted from the start up to the bound + 1, or null where the walk began past the end of
+  // the list (a deep OFFSET that found nothing: how many there are is counted apart); `keys`: the page's keys, in order.
   let tail: Fragment;
   if (query.pageKeys) {
     tail = sql`
-      SELECT greatest(0, ${countedTo(sql, query.from, bound)} - ${offset}::int) AS n,
-        ${query.pageKeys(page.pageSize, offset)} AS keys`;
+      SELECT ${countedTo(sql, query.from, bound)} AS counted, ${query.pageKeys(page.pageSize, offset)} AS keys`;
   } else if (bound === EXACT_TOTAL_UP_TO) {
     // The page ends within the first bound rows: the first page's walk, and the page's slice of it.
     tail = sql`
-      SELECT greatest(0, count(*)::int - ${offset}::int) AS n,
+      SELECT count(*)::int AS counted,
         (array_agg(k ORDER BY k ${direction}))[${offset + 1}:${offset + page.pageSize}] AS keys
       FROM (SELECT ${query.key} AS k FROM ${query.from(bound + 1)} ORDER BY ${query.key} ${direction} LIMIT ${rowLimit(sql, bound + 1)}) walked`;
   } else {
     tail = sql`
-      SELECT count(*)::int AS n, (array_agg(k ORDER BY k ${direction}))[1:${page.pageSize}] AS keys
+      SELECT CASE WHEN count(*) > 0 THEN ${offset}::int + count(*)::int END AS counted,
+        (array_agg(k ORDER BY k ${direction}))[1:${page.pageSize}] AS keys
       FROM (SELECT ${query.key} AS k FROM ${query.from(bound + 1)} ORDER BY ${query.key} ${direction} LIMIT ${bound + 1 - offset} OFFSET ${offset}) walked`;
   }
-  const found = await sql<({ pageKeysFound: number; pageKeyIndex: number | null } & T)[]>`
-    SELECT tail.n AS "pageKeysFound", o.i AS "pageKeyIndex", r.*
+  const found = await sql<({ pageCounted: number | null; pageKeyIndex: number | null } & T)[]>`
+    SELECT tail.counted AS "pageCounted", o.i AS "pageKeyIndex", r.*
     FROM (${tail}) tail
     LEFT JOIN LATERAL unnest(tail.keys) WITH ORDINALITY AS o (k, i) ON true
     LEFT JOIN LATERAL (${query.row(sql`o.k`)}) r ON true
     ORDER BY o.i`;
-  const n = found[0]!.pageKeysFound;
-  if (n === 0 && offset > 0) return { ...(await countUpTo(sql, query.from, page)), rows: [] };
-  const rows = found.filter((r) => r.pageKeyIndex !== null).map(({ pageKeysFound: _n, pageKeyIndex: _i, ...row }) => row as unknown as T);
-  return offset + n > bound ? { total: bound, totalExact: false, rows } : { total: offset + n, totalExact: true, rows };
+  const counted = found[0]!.pageCounted;
+  if (counted === null) return { ...(await countUpTo(sql, query.from, page)), rows: [] };
+  const rows = found.filter((r) => r.pageKeyIndex !== null).map(({ pageCounted: _c, pageKeyIndex: _i, ...row }) => row as unknown as T);
+  return counted > bound ? { total: bound, totalExact: false, rows } : { total: counted, totalExact: true, rows };
 }
