@@ -7,6 +7,7 @@ import { guardDriverCrash } from './db/driver.guard.js';
 import { migrate, MigrationError } from './db/migrate.js';
 import { adminPasswordMatches, bootstrap } from './bootstrap.js';
 import { buildApp } from './app.js';
+import type { FastifyBaseLogger } from 'fastify';
 import { listenManagement } from './metrics/management.server.js';
 import { parseDatabaseUrl } from './db/url.js';
 import { exchangeObserverOf, observeExchanges } from './db/exchange.observer.js';
@@ -105,6 +106,9 @@ async function main(): Promise<void> {
     if (closing) return;
     closing = true;
     app.log.info({ signal, timeoutSeconds: config.shutdownTimeout }, 'shutting down: no new connections, finishing in-flight requests');
+    // Out now, not with the batch at exit (app.ts gathers log lines): a supervisor reading the log sees the shutdown
+    // begin, and the line cannot be lost with a last write that races the process's end.
+    void flushLog(app.log, 1_000);
     let timer: NodeJS.Timeout | undefined;
     const cutOff = new Promise<'cut off'>((resolve) => {
       timer = setTimeout(() => resolve('cut off'), config.shutdownTimeout * 1000);
@@ -126,6 +130,7 @@ async function main(): Promise<void> {
       // The spans still buffered, including those of the requests that just finished.
       await tracing?.shutdown(5_000);
       app.log.info({ outcome }, 'stopped');
+      await flushLog(app.log, 1_000);
       process.exit(outcome === 'clean' ? 0 : 1);
     } catch (err) {
       app.log.error({ err }, 'shutdown failed');
@@ -143,6 +148,22 @@ async function main(): Promise<void> {
         'To reset the password, run `npm run reset-password` (see docs/operations.md#password-reset).',
     );
   }
+}
+
+/**
+ * Writes the log lines gathered so far (pino's flush; a logger without one has nothing gathered); resolves when
+ * they are out, or after `ms` if stdout does not drain.
+ */
+function flushLog(log: FastifyBaseLogger, ms: number): Promise<void> {
+  const { flush } = log as { flush?: (cb: () => void) => void };
+  if (typeof flush !== 'function') return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    flush.call(log, () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 main().catch((err) => {
