@@ -393,6 +393,13 @@ describe('reads: list, tree and the choices of a new parent', () => {
     expect(disabled.map((d: { deptId: number }) => d.deptId)).toEqual([c]);
     const percent = (await admin.get(`/system/dept-api/list?deptName=${encodeURIComponent('100%')}`)).body.data;
     expect(percent.map((d: { deptId: number }) => d.deptId)).toEqual([b]);
+    // Wildcards are literal: '%' is in one name under the parent, '_' in none.
+    const named = async (needle: string) =>
+      (await admin.get(`/system/dept-api/list?parentId=${parent}&deptName=${encodeURIComponent(needle)}`)).body.data.map(
+        (d: { deptId: number }) => d.deptId,
+      );
+    expect(await named('%')).toEqual([b]);
+    expect(await named('_')).toEqual([]);
     const all = (await admin.get('/system/dept-api/list')).body.data as { parentId: number; orderNum: number; deptId: number }[];
     const sorted = [...all].sort((x, y) => x.parentId - y.parentId || x.orderNum - y.orderNum || x.deptId - y.deptId);
     expect(all).toEqual(sorted);
