@@ -1,6 +1,7 @@
 import type { PendingQuery, Row } from 'postgres';
 import type { Db } from '../db/database.js';
 import { keyedPageOf } from '../db/page.js';
+import { contains } from '../db/sql.helpers.js';
 import { assert } from '../core/app.error.js';
 import { formatDateTimeMs } from '../core/time.js';
 import { isSuperadmin, type Caller } from '../identity/caller.js';
@@ -122,13 +123,11 @@ export async function listAudit(
 ): Promise<{ total: number; totalExact: boolean; rows: AuditRecord[] }> {
   const begin = query.beginTime !== undefined ? timeBound(query.beginTime, 'beginTime', false) : undefined;
   const end = query.endTime !== undefined ? timeBound(query.endTime, 'endTime', true) : undefined;
-  // userName is a substring: strpos, not LIKE (no wildcard to escape), since a LIKE pattern given as a parameter is
-  // priced as matching almost nothing and the superadmin's prepared statement was then planned anew on every request.
   const filters = sql`
     ${query.action !== undefined ? sql`AND a.action = ${query.action}` : sql``}
     ${query.entityType !== undefined ? sql`AND a.entity_type = ${query.entityType}` : sql``}
     ${query.entityId !== undefined ? sql`AND a.entity_id = ${query.entityId}` : sql``}
-    ${query.userName !== undefined ? sql`AND strpos(a.user_name, ${query.userName}) > 0` : sql``}
+    ${query.userName !== undefined ? sql`AND ${contains(sql, sql`a.user_name`, query.userName)}` : sql``}
     ${query.tenantId !== undefined ? sql`AND a.tenant_id = ${query.tenantId}` : sql``}`;
   const where = sql`
     ${filters}

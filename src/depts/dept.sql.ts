@@ -1,5 +1,5 @@
 import type { Db, Tx } from '../db/database.js';
-import { containing } from '../db/sql.helpers.js';
+import { contains } from '../db/sql.helpers.js';
 import { assert } from '../core/app.error.js';
 import { checkIfMatch } from '../core/version.js';
 import { assertOwnTenant, type Actor } from '../identity/caller.js';
@@ -64,7 +64,7 @@ export async function getDeptText(sql: Db, tenantId: string, deptId: number): Pr
 export function listFilter(sql: Db, tenantId: string, query: DeptListQuery) {
   return sql`
     tenant_id = ${tenantId} AND del_flag = '0'
-      ${query.deptName !== undefined ? sql`AND dept_name LIKE ${containing(query.deptName)}` : sql``}
+      ${query.deptName !== undefined ? sql`AND ${contains(sql, sql`dept_name`, query.deptName)}` : sql``}
       ${query.status !== undefined ? sql`AND status = ${query.status}` : sql``}
       ${query.parentId !== undefined ? sql`AND parent_id = ${query.parentId}` : sql``}`;
 }

@@ -7,6 +7,7 @@ import { diff, recordAudit, values, type RowImage } from '../audit/audit.record.
 import { revokeTenantSubtreeCredentials } from '../auth/auth.sql.js';
 import { createDept } from '../depts/dept.sql.js';
 import { createUser } from '../users/user.sql.js';
+import { contains } from '../db/sql.helpers.js';
 import { AUDIT_FIELDS, fromRow, selectList, writeColumns } from '../db/fields.js';
 import { keyedPageOf, type Fragment } from '../db/page.js';
 import { livePageByNumber } from './tenant.pages.js';
@@ -66,11 +67,9 @@ export async function getTenant(sql: Db, caller: Caller, id: string): Promise<Te
 export async function listTenants(sql: Db, caller: Caller, query: TenantListQuery): Promise<{ total: number; totalExact: boolean; rows: Tenant[] }> {
   // A needle with a trigram few tenants hold: only those tenants are tested (tenant.grams.ts).
   const rareGram = query.tenantName !== undefined ? await rareGramOf(sql, query.tenantName) : undefined;
-  // tenantName is a substring: strpos, not LIKE, as in the audit list (a LIKE pattern given as a parameter is priced as
-  // matching almost nothing, and with the count's bound in the text that generic plan was kept: a scan and a sort).
   const from = sql`
     sys_tenant t WHERE ${liveTenantsVisibleTo(sql, caller)}
-    ${query.tenantName !== undefined ? sql`AND strpos(t.tenant_name, ${query.tenantName}) > 0` : sql``}
+    ${query.tenantName !== undefined ? sql`AND ${contains(sql, sql`t.tenant_name`, query.tenantName)}` : sql``}
     ${rareGram !== undefined ? sql`AND t.id IN (SELECT n.id FROM sys_tenant_name_gram n WHERE n.gram = ${rareGram})` : sql``}
     ${query.status !== undefined ? sql`AND t.status = ${query.status}` : sql``}
     ${query.tenantParent !== undefined ? sql`AND t.tenant_parent = ${query.tenantParent}` : sql``}

@@ -4,7 +4,7 @@ import { checkIfMatch } from '../core/version.js';
 import { hashPassword, NO_PASSWORD_HASH } from '../auth/password.js';
 import { revokeSessionsOfUsers, revokeUserSessions } from '../auth/auth.sql.js';
 import { assertOwnTenant, type Actor, type Caller } from '../identity/caller.js';
-import { containing } from '../db/sql.helpers.js';
+import { contains } from '../db/sql.helpers.js';
 import { fromRow, selectList, writeColumns } from '../db/fields.js';
 import { recordAudit, values, type RowImage } from '../audit/audit.record.js';
 import type { User, UserCreate, UserListQuery, UserUpdate } from './user.schema.js';
@@ -27,7 +27,7 @@ export async function listUsers(sql: Db, tenantId: string, query: UserListQuery)
     SELECT ${COLUMNS(sql)} FROM sys_user
     WHERE tenant_id = ${tenantId} AND del_flag = '0'
       ${query.deptId !== undefined ? sql`AND dept_id = ${query.deptId}` : sql``}
-      ${query.userName !== undefined ? sql`AND user_name LIKE ${containing(query.userName)}` : sql``}
+      ${query.userName !== undefined ? sql`AND ${contains(sql, sql`user_name`, query.userName)}` : sql``}
       ${query.status !== undefined ? sql`AND status = ${query.status}` : sql``}
     ORDER BY user_id`;
   return rows.map(toUser);
