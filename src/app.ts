@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { destination, type Bindings, type ChildLoggerOptions } from 'pino';
+import type { Bindings, ChildLoggerOptions } from 'pino';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { DEFAULT_CHART_CACHE_MB, type Config } from './config.js';
@@ -14,6 +14,7 @@ import { refuseInvalidQueryText } from './http/unicode.js';
 import { clientErrorHandler, frameworkErrors } from './http/framework.errors.js';
 import { dropEmptyQueryValues, requestId } from './http/request.hooks.js';
 import { OneLinePerRequest } from './http/request.log.js';
+import { stdoutDestination } from './http/log.destination.js';
 import { registerOpenApi } from './http/openapi.js';
 import { headersPlugin } from './http/headers.plugin.js';
 import { authPlugin } from './auth/auth.plugin.js';
@@ -54,21 +55,6 @@ export interface AppOptions {
 }
 
 /**
- * Log lines go to stdout without blocking the event loop, gathered into
- * writes of at least 4 KiB, or of whatever has gathered after a quarter of a
- * second: a busy service makes one system call per ~20 lines, a quiet one
- * shows its lines within 250 ms. A write per line (even asynchronous) cost
- * about 5% of a by-id read's CPU (bench load, --cpu-prof; a synchronous one
- * a sixth). pino flushes what is left when the process exits, including on
- * a crash; a `kill -9` can lose the lines of the last moment. If stdout
- * stops draining, lines beyond 8 MiB are dropped rather than held in memory
- * or stalling requests.
- */
-function stdoutLog() {
-  return destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 250, maxLength: 8 * 2 ** 20 });
-}
-
-/**
  * Each request's child logger. Fastify hands pino an options object on every
  * request, empty unless the route sets a log level or serializers; given one,
  * pino builds the child the long way (new formatters, the options checked),
@@ -102,7 +88,7 @@ export async function buildApp({
     // No redaction: the request's line carries Fastify's `req` (method, URL, host, client), never its
     // headers, where tokens travel, nor its body, where passwords do (tests/logging.test.ts holds it at
     // trace level). A redact path that can never match cost a percent of a by-id read's CPU (bench load).
-    stream: logStream ?? stdoutLog(),
+    stream: logStream ?? stdoutDestination(),
   };
   const app = Fastify({
     logger: logger ?? loggerOptions,

@@ -2,7 +2,8 @@ import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { ADMIN_PASSWORD, buildTestApp, Client, type TestApp } from './support/app.js';
-import { call, serviceDatabase, startService } from './support/service.js';
+import { createServer, type Server } from 'node:net';
+import { call, run, serviceDatabase, startService } from './support/service.js';
 
 // Logs never contain passwords or tokens, at the most verbose level,
 // whether a request succeeds, is refused or fails validation.
@@ -142,8 +143,49 @@ describe('log shape', () => {
 });
 
 describe('the log of the built process', () => {
-  // Lines are gathered into 4 KiB writes (src/app.ts, stdoutLog); a quiet service must still show
-  // each one promptly, not when 4 KiB have gathered (docs/operations.md#logs).
+  // Under load many lines share one write (src/http/log.destination.ts): each must still come out whole, once, and
+  // all of them before the process ends, including those gathered when SIGTERM arrives.
+  it('writes every line of a burst whole and once, the last of them before the process exits', async () => {
+    const db = await serviceDatabase();
+    const service = await startService({ ...db.env, LOG_LEVEL: 'info' });
+    try {
+      const paths = Array.from({ length: 400 }, (_, i) => `/system/dept-api/list?burst=${i}`);
+      for (let i = 0; i < paths.length; i += 40) await Promise.all(paths.slice(i, i + 40).map((p) => call(service.base, 'GET', p)));
+      service.child.kill('SIGTERM');
+      expect(await service.exited).toEqual({ code: 0, signal: null });
+      const lines = service
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('burst='));
+      const urls = lines.map((l) => (JSON.parse(l) as { req: { url: string } }).req.url);
+      expect(urls.sort()).toEqual([...paths].sort());
+      // The process's last line, written just before it exits.
+      expect(service.output()).toContain('"outcome":"clean","msg":"stopped"');
+    } finally {
+      await service.stop();
+      await db.dispose();
+    }
+  });
+
+  // Lines are gathered into 16 KiB writes (src/http/log.destination.ts); a quiet service must still show
+  // each one promptly, not when 16 KiB have gathered (docs/operations.md#logs).
+  // A start that fails after the app exists (its management port taken) ends in process.exit within
+  // milliseconds of its last log line: the exit hook, not the batch's timer, must write that line.
+  it('writes the lines gathered when the process exits at once', async () => {
+    const db = await serviceDatabase();
+    const holder: Server = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (holder.address() as { port: number }).port;
+      const r = run('main', { ...db.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', MANAGEMENT_PORT: String(port) });
+      expect((await r.exited).code).not.toBe(0);
+      expect(r.output()).toContain('"msg":"database ready"');
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+      await db.dispose();
+    }
+  });
+
   it("shows a quiet service's one request line within a fraction of a second", async () => {
     const db = await serviceDatabase();
     const service = await startService({ ...db.env, LOG_LEVEL: 'info' });
