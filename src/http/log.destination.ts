@@ -46,7 +46,13 @@ export class BatchedStdout {
   constructor() {
     process.once('exit', () => {
       this.handOver();
-      this.writer.flushSync();
+      // A stdout that is gone (closed, not a broken pipe, which pino already quiets) must not turn a clean exit into
+      // an uncaught error: the lines are lost either way.
+      try {
+        this.writer.flushSync();
+      } catch {
+        // nothing left to write to
+      }
     });
   }
 
