@@ -1,8 +1,8 @@
+import { createServer, type Server } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { ADMIN_PASSWORD, buildTestApp, Client, type TestApp } from './support/app.js';
-import { createServer, type Server } from 'node:net';
 import { call, run, serviceDatabase, startService } from './support/service.js';
 
 // Logs never contain passwords or tokens, at the most verbose level,
@@ -167,8 +167,6 @@ describe('the log of the built process', () => {
     }
   });
 
-  // Lines are gathered into 16 KiB writes (src/http/log.destination.ts); a quiet service must still show
-  // each one promptly, not when 16 KiB have gathered (docs/operations.md#logs).
   // A start that fails after the app exists (its management port taken) ends in process.exit within
   // milliseconds of its last log line: the exit hook, not the batch's timer, must write that line.
   it('writes the lines gathered when the process exits at once', async () => {
@@ -186,6 +184,8 @@ describe('the log of the built process', () => {
     }
   });
 
+  // Lines are gathered into 16 KiB writes (src/http/log.destination.ts); a quiet service must still show
+  // each one promptly, not when 16 KiB have gathered (docs/operations.md#logs).
   it("shows a quiet service's one request line within a fraction of a second", async () => {
     const db = await serviceDatabase();
     const service = await startService({ ...db.env, LOG_LEVEL: 'info' });
