@@ -45,11 +45,10 @@ export class BatchedStdout {
 
   constructor() {
     process.once('exit', () => {
-      this.handOver();
       // A stdout that is gone (closed, not a broken pipe, which pino already quiets) must not turn a clean exit into
       // an uncaught error: the lines are lost either way.
       try {
-        this.writer.flushSync();
+        this.flushSync();
       } catch {
         // nothing left to write to
       }
@@ -70,6 +69,7 @@ export class BatchedStdout {
     this.writer.flush(cb);
   }
 
+  /** The batch and everything pending written before it returns (the exit hook). */
   flushSync(): void {
     this.handOver();
     this.writer.flushSync();
