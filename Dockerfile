@@ -9,8 +9,8 @@ ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# npm ci runs it (postinstall): the fix of postgres.js's pool queue.
-COPY scripts/postgres-queue.mjs ./scripts/
+# npm ci applies them (postinstall, patch-package): the fixes carried for postgres.js.
+COPY patches ./patches
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
@@ -19,7 +19,7 @@ RUN npx tsc -p tsconfig.build.json
 FROM ${NODE_IMAGE} AS runtime-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-COPY scripts/postgres-queue.mjs ./scripts/
+COPY patches ./patches
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM ${NODE_IMAGE}

@@ -4,6 +4,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServ
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { DEFAULT_CHART_CACHE_MB, type Config } from './config.js';
 import type { Sql } from './db/database.js';
+import type { ExchangeObserver } from './db/exchange.observer.js';
 import { envelopePlugin } from './http/envelope.plugin.js';
 import { lifecyclePlugin, REQUEST_DEADLINE_MS } from './http/lifecycle.js';
 import { installErrorHandler } from './http/error.handler.js';
@@ -37,6 +38,8 @@ export interface AppOptions {
   sql: Sql;
   /** For LISTEN, which a transaction pooler cannot carry (Database.direct); default `sql`. */
   directSql?: Sql;
+  /** The Database's exchange counters (Database.exchanges), for the db_* metrics; none without them. */
+  exchanges?: ExchangeObserver;
   config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'> &
     Partial<Pick<Config, 'corsOrigins' | 'chartCacheMb' | 'auditRetentionDays' | 'webhooks'>>;
   /** Audit feed internals (notification mode, stream timings); tests set them. */
@@ -74,6 +77,7 @@ function requestLogger(parent: FastifyBaseLogger, bindings: Bindings, options: C
 export async function buildApp({
   sql,
   directSql = sql,
+  exchanges,
   config,
   logger,
   logStream,
@@ -125,7 +129,7 @@ export async function buildApp({
 
   // Before the routes, so that its onResponse hook times every one of them (docs/operations.md#metrics).
   const caches = { chartCache: cacheCounts(), sessionCache: cacheCounts() };
-  installMetrics(app, { sql, ...caches });
+  installMetrics(app, { sql, exchanges, ...caches });
 
   const secret = config.jwtSecret ?? (await sharedJwtSecret(sql, randomBytes(48).toString('base64url')));
   await app.register(authPlugin, { sql, secret, tokenTtl: config.tokenTtl, sessionCacheMs, sessionCacheCounts: caches.sessionCache });

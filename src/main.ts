@@ -3,14 +3,12 @@ import { ConfigError, loadConfig, loadEnvFile, type Config } from './config.js';
 import { openEmbedded, openPostgres, type Database } from './db/database.js';
 import { DataDirBusyError } from './db/data-dir.lock.js';
 import { waitForDatabase } from './db/startup.js';
-import { guardDriverCrash } from './db/driver.guard.js';
 import { migrate, MigrationError } from './db/migrate.js';
 import { adminPasswordMatches, bootstrap } from './bootstrap.js';
 import { buildApp } from './app.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { listenManagement } from './metrics/management.server.js';
 import { parseDatabaseUrl } from './db/url.js';
-import { exchangeObserverOf, observeExchanges } from './db/exchange.observer.js';
 import type { Tracing } from './traces/traces.sdk.js';
 
 /** docs/operations.md#traces: the SDK is imported only when tracing is on. */
@@ -69,7 +67,6 @@ async function main(): Promise<void> {
     throw err;
   }
 
-  guardDriverCrash((message) => console.error(message));
   const tracing = await startTracing(config);
   const db = await openDatabase(config);
   await waitForDatabase(db, config.dbStartTimeout, ({ where, refused, reason }, retryInMs) =>
@@ -89,10 +86,7 @@ async function main(): Promise<void> {
   }
 
   const sql = tracing ? tracing.withSpans(db.sql, sqlTarget(config)) : db.sql;
-  // The metrics find a pool's exchange counters by the pool the app is given: the traced wrapper shares them.
-  const exchanges = exchangeObserverOf(db.sql);
-  if (exchanges && sql !== db.sql) observeExchanges(sql, exchanges);
-  const app = await buildApp({ sql, directSql: db.direct, config, tracing: tracing?.plugin });
+  const app = await buildApp({ sql, directSql: db.direct, exchanges: db.exchanges, config, tracing: tracing?.plugin });
   app.log.info({ database: db.description, migrations: applied }, 'database ready');
   // Before the API's port: a management port that is taken stops the start with nothing listening.
   const management = config.managementPort ? await listenManagement(app, { port: config.managementPort, host: config.managementHost }) : undefined;

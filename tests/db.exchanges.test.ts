@@ -1,10 +1,9 @@
 import { createConnection, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openPostgres, type Database } from '../src/db/database.js';
-import { exchangeObserverOf } from '../src/db/exchange.observer.js';
 
-// The socket watcher (src/db/deadline.ts) reads every message header the
-// server sends, to time each exchange and to tell a session-ending error.
+// The socket watcher (src/db/deadline.ts, src/db/exchange.reader.ts) reads
+// every message header the server sends, to time each exchange.
 // TCP may cut the server's bytes anywhere, a header included: here a proxy
 // on loopback hands them over one byte per write, so every header arrives
 // split, and the watcher must count exactly as it does on whole chunks.
@@ -62,7 +61,7 @@ describe.skipIf(!serverUrl)('the socket watcher on a server whose bytes arrive o
   });
 
   it('answers statements and transactions, and counts each exchange once', async () => {
-    const observer = exchangeObserverOf(db.sql)!;
+    const observer = db.exchanges;
     await db.sql`SELECT 1`; // start-up done before counting
     let answered = 0;
     const stop = observer.onAnswered(() => answered++);

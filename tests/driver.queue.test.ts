@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
-// postgres.js's pool queue as scripts/postgres-queue.mjs leaves it (npm's
-// postinstall): remove() must not scan the slots shift() has emptied, which
-// under sustained load grew by one per query (docs/architecture.md, the pool
-// queue). Loaded by file: the package does not export it.
+// postgres.js's pool queue as patches/postgres+3.4.9.patch leaves it (the
+// queue-scan change, applied at install): still first in, first out, through
+// a queue that is shifted without ever emptying (docs/architecture.md, the
+// patched driver; tests/driver.patch.test.ts shows the scan it removes).
+// Loaded by file: the package does not export it.
 const path = new URL('../node_modules/postgres/src/queue.js', import.meta.url);
 type Queue<T> = { length: number; push(x: T): T; shift(): T; remove(x: T): T | null };
 const { default: makeQueue } = (await import(path.href)) as { default: <T>(initial?: T[]) => Queue<T> };

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import postgres from 'postgres';
-import type { Database, Sql } from '../src/db/database.js';
+import type { Sql } from '../src/db/database.js';
 import { waitForDatabase } from '../src/db/startup.js';
 import { ADMIN_PASSWORD } from './support/constants.js';
 import { PGBOUNCER_BINARY, pgbouncerAvailable, startPgBouncer, type PgBouncer } from './support/pgbouncer.js';
@@ -119,14 +119,7 @@ describe.skipIf(skipReason !== undefined)('a start behind PgBouncer in transacti
   it('fails at once on a start-up parameter the pooler refuses (the service sends none but application_name)', async () => {
     // A client of our own with one such parameter, through the same start-up wait.
     const sql = postgres(bouncer.url(name), { max: 1, prepare: false, connection: { search_path: 'public' }, onnotice: () => {} }) as unknown as Sql;
-    const db: Database = {
-      sql,
-      direct: sql,
-      description: 'the pooler',
-      directDescription: 'the pooler',
-      deadline: { ms: 0 },
-      close: () => sql.end(),
-    };
+    const db = { sql, direct: sql, description: 'the pooler', directDescription: 'the pooler' };
     const retried: string[] = [];
     try {
       const started = Date.now();
@@ -136,7 +129,7 @@ describe.skipIf(skipReason !== undefined)('a start behind PgBouncer in transacti
       expect(Date.now() - started).toBeLessThan(5_000);
       expect(retried).toEqual([]);
     } finally {
-      await db.close();
+      await sql.end();
     }
   });
 });

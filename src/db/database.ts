@@ -1,8 +1,9 @@
 import postgres from 'postgres';
 import { mkdir } from 'node:fs/promises';
 import { lockDataDir } from './data-dir.lock.js';
-import { watchedSocket, type Deadline } from './deadline.js';
-import { ExchangeObserver, observeExchanges } from './exchange.observer.js';
+import type { Deadline } from './deadline.js';
+import { ExchangeObserver } from './exchange.observer.js';
+import { watchedSocket } from './socket.factory.js';
 import { APPLICATION_NAME, driverUrl, parseDatabaseUrl, targetSessionAttrs } from './url.js';
 
 // int8 columns (ids, counts) come back as JS numbers: department and user ids
@@ -39,6 +40,8 @@ export interface Database {
   directDescription: string;
   /** The client-side statement deadline (0: none); start-up lifts it while migrations run. */
   deadline: Deadline;
+  /** What the socket watcher counts of both pools' connections, for the metrics (buildApp's `exchanges`). */
+  exchanges: ExchangeObserver;
   close(): Promise<void>;
 }
 
@@ -97,12 +100,11 @@ export function openPostgres(url: string, options: PostgresOptions = {}): Databa
   const sql = client(url, options.max ?? 10, options.prepare ?? true);
   // LISTEN holds one connection of its own; the migrations run one at a time.
   const direct = options.directUrl ? client(options.directUrl, 2, true) : sql;
-  observeExchanges(sql, observer);
-  observeExchanges(direct, observer);
   return {
     sql,
     direct,
     deadline,
+    exchanges: observer,
     description: describe(url),
     directDescription: describe(options.directUrl ?? url),
     async close() {
@@ -159,12 +161,12 @@ export async function openEmbedded(dataDir: string | undefined, options: Embedde
     max_lifetime: null,
     ...({ socket: watchedSocket(deadline, [{ host: host!, port: Number(port) }], observer) } as object),
   });
-  observeExchanges(sql, observer);
   const description = dataDir === undefined ? 'embedded PGlite (in memory)' : `embedded PGlite in ${dataDir}`;
   return {
     sql,
     direct: sql,
     deadline,
+    exchanges: observer,
     description,
     directDescription: description,
     /** The data directory as an uncompressed tarball, for loadDataDir. */

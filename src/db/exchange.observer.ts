@@ -1,10 +1,8 @@
-import type { Sql } from './database.js';
-
 /**
- * What the socket watcher (src/db/deadline.ts) sees of one Database's
- * connections, for the metrics (docs/operations.md#metrics). It reads the
- * protocol below postgres.js, so it does not depend on the driver's
- * internals: each Query or Sync the client sends is one exchange, answered
+ * What the socket watcher (src/db/deadline.ts, src/db/exchange.reader.ts)
+ * sees of one Database's connections, for the metrics
+ * (docs/operations.md#metrics). It reads the protocol below postgres.js, so
+ * it does not depend on the driver's internals: each Query or Sync the client sends is one exchange, answered
  * by one ReadyForQuery. A statement run with the extended protocol, a
  * BEGIN and a COMMIT are one exchange each.
  *
@@ -31,19 +29,4 @@ export class ExchangeObserver {
   answered(seconds: number): void {
     for (const fn of this.listeners) fn(seconds);
   }
-}
-
-/**
- * The observer of the pool a Database opened, by pool: the app is handed a
- * pool (tests pass their own), and finds its observer here. A pool opened
- * some other way has none, and its metrics are left out.
- */
-const observers = new WeakMap<Sql, ExchangeObserver>();
-
-export function observeExchanges(sql: Sql, observer: ExchangeObserver): void {
-  observers.set(sql, observer);
-}
-
-export function exchangeObserverOf(sql: Sql): ExchangeObserver | undefined {
-  return observers.get(sql);
 }

@@ -1,5 +1,4 @@
 import type { Sql, Tx } from './database.js';
-import { deadlineCuts } from './deadline.js';
 
 /**
  * What a lost connection means for a request (docs/operations.md#retries):
@@ -64,24 +63,19 @@ function secondAttemptFailed(error: unknown): never {
 
 /**
  * Worth running again: the connection was lost, and not because the database
- * stopped answering (then a second attempt would only wait again, past the
- * request's own deadline), and this was not already the second attempt.
- * `cutsBefore` is deadlineCuts() from the attempt's start.
+ * stopped answering (a statement cut by the deadline, src/db/deadline.ts,
+ * fails with STATEMENT_DEADLINE, not a lost connection: a second attempt
+ * would only wait again, past the request's own deadline), and this was not
+ * already the second attempt.
  */
-export function worthRetrying(error: unknown, cutsBefore: number): boolean {
-  return isConnectionLost(error) && deadlineCuts() === cutsBefore && !SECOND_ATTEMPT.has(error as object);
+export function worthRetrying(error: unknown): boolean {
+  return isConnectionLost(error) && !SECOND_ATTEMPT.has(error as object);
 }
 
 function isConnectionLost(error: unknown): boolean {
   const code = codeOf(error);
   // SQLSTATE class 08: connection exception.
   return CONNECTION_LOST.has(code) || (fromServer(error) && code.startsWith('08'));
-}
-
-/** The driver or the socket says the connection itself is gone (closed, reset, cut by the statement deadline): nothing more can be sent on it. */
-function isConnectionGone(error: unknown): boolean {
-  const code = codeOf(error);
-  return !fromServer(error) && (CONNECTION_LOST.has(code) || code === 'STATEMENT_DEADLINE');
 }
 
 /**
@@ -154,17 +148,10 @@ function applySettings(tx: Tx): void {
  * was lost before the COMMIT went out. `work` may therefore run twice; the
  * first run's changes were rolled back with its connection.
  *
- * When `work` fails because its connection is gone, that failure is not
- * handed back to postgres.js: postgres.js answers a failed transaction body
- * with a ROLLBACK on the same connection, and after a clean close (the server
- * or a pooler ended the connection) that ROLLBACK is written to a socket it
- * has just dropped: the write throws outside any promise
- * (porsager/postgres#1154; src/db/driver.guard.ts keeps the process) and
- * leaves the connection unable to send its next start-up message, so each
- * later use of it would wait out the connect timeout. `work`'s promise is
- * left pending instead (never settled, and collected with the transaction's
- * closures): the connection's close rejects sql.begin all the same
- * (CONNECTION_CLOSED), and the server rolls back what the connection had open.
+ * When the connection closes, postgres.js fails the transaction with
+ * CONNECTION_CLOSED, whatever the statement in flight was told; the error
+ * `work` itself met says why (a statement cut by the deadline, say), so that
+ * one is judged.
  */
 export async function transaction<T>(sql: Sql, work: (tx: Tx) => Promise<T>, mode = ''): Promise<T> {
   const readOnly = /\bread only\b/i.test(mode);
@@ -172,21 +159,21 @@ export async function transaction<T>(sql: Sql, work: (tx: Tx) => Promise<T>, mod
   for (let attempt = 1; ; attempt++) {
     if (attempt > 1 + deadlocks) await pauseBeforeRetry();
     let committing = false;
-    const cuts = deadlineCuts();
+    let workFailure: unknown;
     try {
       return (await sql.begin(mode, async (tx) => {
         applySettings(tx);
-        let result: T;
         try {
-          result = await work(tx);
+          const result = await work(tx);
+          committing = true;
+          return result;
         } catch (err) {
-          if (isConnectionGone(err)) return new Promise<never>(() => {});
+          workFailure = err;
           throw err;
         }
-        committing = true;
-        return result;
       })) as T;
-    } catch (err) {
+    } catch (caught) {
+      const err = workFailure ?? caught;
       // Rolled back whole by the server, connection intact: nothing of it stayed.
       if (codeOf(err) === DEADLOCK && fromServer(err) && ++deadlocks < DEADLOCK_ATTEMPTS) {
         // A moment, different for each victim, so the winner finishes before the victims meet again.
@@ -197,18 +184,17 @@ export async function transaction<T>(sql: Sql, work: (tx: Tx) => Promise<T>, mod
       // A read-only transaction changed nothing, committed or not.
       if (committing && !readOnly) throw new CommitOutcomeUnknown(err);
       if (attempt > 1 + deadlocks) secondAttemptFailed(err);
-      if (!worthRetrying(err, cuts)) throw err;
+      if (!worthRetrying(err)) throw err;
     }
   }
 }
 
 /** A read that is run once more when its connection was lost. */
 export async function retryRead<T>(read: () => Promise<T>): Promise<T> {
-  const cuts = deadlineCuts();
   try {
     return await read();
   } catch (err) {
-    if (!worthRetrying(err, cuts)) throw err;
+    if (!worthRetrying(err)) throw err;
   }
   await pauseBeforeRetry();
   return read().catch(secondAttemptFailed);

@@ -1,5 +1,4 @@
 import type { Database, Sql } from './database.js';
-import { SessionEnded } from './deadline.js';
 
 /**
  * docs/operations.md#database-waits: at start, a database that is unreachable
@@ -58,7 +57,7 @@ const codeOf = (err: unknown) => String((err as { code?: unknown } | null)?.code
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 export async function waitForDatabase(
-  db: Database,
+  db: Pick<Database, 'sql' | 'direct' | 'description' | 'directDescription'>,
   timeoutSeconds: number,
   onRetry: (problem: StartProblem, retryInMs: number) => void,
 ): Promise<void> {
@@ -80,9 +79,9 @@ export async function waitForDatabase(
     const { where, err } = failure;
     const code = codeOf(err);
     const message = messageOf(err);
-    // A server that ended the session (starting up, shutting down, full) refused it too; SessionEnded's message names the SQLSTATE already.
-    const refused = err instanceof SessionEnded || (err instanceof Error && err.name === 'PostgresError');
-    const reason = refused && !(err instanceof SessionEnded) ? `${message} (SQLSTATE ${code})` : message;
+    // A server that ended the session (starting up, shutting down, full) refused it too.
+    const refused = err instanceof Error && err.name === 'PostgresError';
+    const reason = refused ? `${message} (SQLSTATE ${code})` : message;
     if (finalRefusal(code, message)) throw new Error(`${where} refused the connection: ${reason}`, { cause: err });
     const remaining = until - performance.now();
     if (remaining <= 0) {

@@ -1,5 +1,4 @@
 import type { FastifyInstance, RouteHandlerMethod } from 'fastify';
-import { deadlineCuts } from '../db/deadline.js';
 import { pauseBeforeRetry, worthRetrying } from '../db/retry.js';
 
 /**
@@ -16,11 +15,10 @@ export function retryReads(app: FastifyInstance): void {
     if (!methods.every((method) => method === 'GET' || method === 'HEAD')) return;
     const handler = route.handler as RouteHandlerMethod;
     route.handler = async function (request, reply) {
-      const cuts = deadlineCuts();
       try {
         return await handler.call(this, request, reply);
       } catch (err) {
-        if (!worthRetrying(err, cuts) || reply.sent || reply.raw.headersSent) throw err;
+        if (!worthRetrying(err) || reply.sent || reply.raw.headersSent) throw err;
         request.log.warn({ err }, 'database connection lost during a read; running it once more');
         await pauseBeforeRetry();
         return handler.call(this, request, reply);

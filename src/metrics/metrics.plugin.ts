@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 import type { Sql } from '../db/database.js';
-import { exchangeObserverOf } from '../db/exchange.observer.js';
+import type { ExchangeObserver } from '../db/exchange.observer.js';
 import type { CacheCounts } from '../core/cache.counts.js';
 import { feedBacklog } from '../audit/audit.sql.js';
 
@@ -23,6 +23,8 @@ const QUERY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2
 
 export interface MetricsSources {
   sql: Sql;
+  /** The socket watcher's counters of the app's Database (Database.exchanges); without them no db_* series. */
+  exchanges?: ExchangeObserver;
   chartCache: CacheCounts;
   sessionCache: CacheCounts;
 }
@@ -47,7 +49,7 @@ export function installMetrics(app: FastifyInstance, sources: MetricsSources): v
 
   cacheCounters(registry, 'chart', 'department chart (list and tree)', sources.chartCache);
   cacheCounters(registry, 'session', 'session (the per-request token check)', sources.sessionCache);
-  databaseMetrics(app, registry, sources.sql);
+  if (sources.exchanges) databaseMetrics(app, registry, sources.exchanges);
   feedMetrics(registry, sources.sql);
 }
 
@@ -128,10 +130,8 @@ function cacheCounters(registry: Registry, cache: string, what: string, counts: 
   }
 }
 
-/** Read from the socket watcher's counters (src/db/exchange.observer.ts); absent for a pool opened without one. */
-function databaseMetrics(app: FastifyInstance, registry: Registry, sql: Sql): void {
-  const observer = exchangeObserverOf(sql);
-  if (!observer) return;
+/** Read from the socket watcher's counters (src/db/exchange.observer.ts). */
+function databaseMetrics(app: FastifyInstance, registry: Registry, observer: ExchangeObserver): void {
   const durations = new Histogram({
     name: 'db_query_duration_seconds',
     help: 'Time from a query (or a statement with its Sync) written to the database to its ReadyForQuery',

@@ -55,6 +55,8 @@ export interface TestApp {
   direct: Sql;
   /** The pool the app uses: pass it to any other app or service function a test runs, so the run records and checks its statements. */
   appSql: Sql;
+  /** The exchange counters of appSql's Database (buildApp's `exchanges`). */
+  appExchanges: TestDatabase['appExchanges'];
   kind: string;
   /** PostgreSQL: connections of another process on the same database (secondNode). */
   connectAgain: TestDatabase['connectAgain'];
@@ -96,6 +98,7 @@ export async function buildTestApp(
   const app = await buildApp({
     sql: db.appSql,
     directSql: db.appDirect,
+    exchanges: db.appExchanges,
     config: { jwtSecret: undefined, tokenTtl: options.tokenTtl ?? 7200, logLevel: 'silent' },
     logger: false,
     audit: options.audit,
@@ -116,6 +119,7 @@ export async function buildTestApp(
     sql: db.sql,
     direct: db.direct,
     appSql: db.appSql,
+    appExchanges: db.appExchanges,
     kind: db.kind,
     connectAgain: db.connectAgain,
     anon,
@@ -151,6 +155,7 @@ export async function secondNode(t: TestApp, options: Partial<Omit<AppOptions, '
     ...options,
     sql: db?.sql ?? t.appSql,
     directSql: db?.direct ?? t.appSql,
+    exchanges: db?.exchanges ?? t.appExchanges,
   });
   await app.ready();
   return {

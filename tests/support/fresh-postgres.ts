@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { openPostgres, type Database, type PostgresOptions, type Sql } from '../../src/db/database.js';
 import type { Deadline } from '../../src/db/deadline.js';
+import type { ExchangeObserver } from '../../src/db/exchange.observer.js';
 
 /** How an app reaches one database: the options openPostgres (and a spawned service's environment) takes. */
 export interface DatabaseRoute {
@@ -50,7 +51,7 @@ export async function openFreshPostgres(
   template?: string,
   poolerUrl?: string,
   appPool: Pick<PostgresOptions, 'onStatement'> = {},
-): Promise<FreshPostgres & { appSql: Sql; appDirect: Sql; appDeadline: Deadline }> {
+): Promise<FreshPostgres & { appSql: Sql; appDirect: Sql; appDeadline: Deadline; appExchanges: ExchangeObserver }> {
   // The names are ours (prefix + hex, and the template named by the global setup), never input, so they are safe in the statement text.
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
@@ -66,6 +67,7 @@ export async function openFreshPostgres(
     appSql: app.sql,
     appDirect: app.direct,
     appDeadline: app.deadline,
+    appExchanges: app.exchanges,
     route,
     connectAgain,
     async close() {

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { inject } from 'vitest';
 import { openEmbedded, type Database, type Sql } from '../../src/db/database.js';
 import type { Deadline } from '../../src/db/deadline.js';
+import type { ExchangeObserver } from '../../src/db/exchange.observer.js';
 import { openFreshPostgres } from './fresh-postgres.js';
 import { recordedPool } from './statement-log.js';
 
@@ -17,6 +18,8 @@ export interface TestDatabase extends Database {
   appDirect: Sql;
   /** The client-side statement deadline of `appSql` (src/db/deadline.ts), for a test that must not be cut by a loaded machine. */
   appDeadline: Deadline;
+  /** The exchange counters of `appSql`'s Database, for the app's db_* metrics (buildApp's `exchanges`). */
+  appExchanges: ExchangeObserver;
   /**
    * PostgreSQL: another pool and direct connection of their own on the same
    * database, as a second process of the service would have (through the
@@ -42,7 +45,7 @@ export async function openTestDatabase(options: { empty?: boolean } = {}): Promi
     const tarball = options.empty ? undefined : inject('templateTarball');
     const loadDataDir = tarball ? new Blob([await readFile(tarball)]) : undefined;
     const db = await openEmbedded(undefined, { loadDataDir });
-    return { ...db, appSql: db.sql, appDirect: db.direct, appDeadline: db.deadline, kind };
+    return { ...db, appSql: db.sql, appDirect: db.direct, appDeadline: db.deadline, appExchanges: db.exchanges, kind };
   }
   const template = options.empty ? undefined : inject('templateDatabase');
   const recorded = recordedPool();
