@@ -12,15 +12,12 @@ import {
   assertNothingUnder,
   assertNotOwnParent,
   assertParentEnabled,
-  lockDeptAndParent,
-  lockMove,
-  lockParent,
   assertLiveParent,
   pathUnder,
   subtreePathsRewrite,
   trimmedName,
-  type MovedSubtree,
 } from './dept.rules.js';
+import { lockDeptAndParent, lockMove, lockParent, type MovedSubtree } from './dept.locks.js';
 import type { Dept, DeptCreate, DeptListQuery, DeptNode, DeptUpdate } from './dept.schema.js';
 import { DEPT_FIELDS } from './dept.fields.js';
 import { PLAIN_COLUMNS, plainText, type PlainRow } from './dept.json.js';
@@ -142,7 +139,7 @@ export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatc
   const deptName = trimmedName(input.deptName);
   const { tenantId } = actor;
   const status = input.status ?? '0';
-  // The department and the parent named, in id order; a move takes them again with its subtree (dept.rules.ts).
+  // The department and the parent named, in id order; a move takes them again with its subtree (dept.locks.ts).
   let { current, parent } = await lockDeptAndParent(tx, tenantId, input.deptId, input.parentId);
   let subtree: MovedSubtree | undefined;
   if (current.parentId !== input.parentId && input.parentId !== input.deptId && parent !== undefined) {
