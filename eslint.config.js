@@ -34,6 +34,7 @@ const RULES = [
   'src/**/*.locks.ts',
   'src/**/*.record.ts',
   'src/**/*.chart.ts',
+  'src/**/*.chart.*.ts',
   'src/**/*.depth.ts',
   'src/audit/audit.feed.ts',
   'src/auth/password.ts',
@@ -60,7 +61,7 @@ const importBoundaries = [
     'auth rules sit below depts, users and tenants.',
   ),
   below(
-    ['src/depts/*.{sql,schema,chart,depth,rules,locks,fields}.ts'],
+    ['src/depts/*.{sql,schema,chart,depth,rules,locks,fields}.ts', 'src/depts/*.chart.*.ts'],
     ['auth', 'users', 'tenants'],
     'department rules sit below users and tenants.',
   ),

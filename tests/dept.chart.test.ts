@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { ChartCache, chartVersion } from '../src/depts/dept.chart.js';
+import { chartVersion } from '../src/depts/dept.chart.js';
+import { ChartCache } from '../src/depts/dept.chart.cache.js';
 import { Dept } from '../src/depts/dept.schema.js';
 import { getDept, listDepts, toTree } from '../src/depts/dept.sql.js';
 import { etagOf } from '../src/core/version.js';
