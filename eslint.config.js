@@ -31,8 +31,10 @@ const RULES = [
   'src/**/*.schema.ts',
   'src/**/*.fields.ts',
   'src/**/*.rules.ts',
+  'src/**/*.locks.ts',
   'src/**/*.record.ts',
   'src/**/*.chart.ts',
+  'src/**/*.chart.*.ts',
   'src/**/*.depth.ts',
   'src/audit/audit.feed.ts',
   'src/auth/password.ts',
@@ -58,7 +60,11 @@ const importBoundaries = [
     ['depts', 'users', 'tenants'],
     'auth rules sit below depts, users and tenants.',
   ),
-  below(['src/depts/*.{sql,schema,chart,depth,rules,fields}.ts'], ['auth', 'users', 'tenants'], 'department rules sit below users and tenants.'),
+  below(
+    ['src/depts/*.{sql,schema,chart,depth,rules,locks,fields}.ts', 'src/depts/*.chart.*.ts'],
+    ['auth', 'users', 'tenants'],
+    'department rules sit below users and tenants.',
+  ),
   below(['src/users/*.{sql,schema,rules,fields}.ts'], ['tenants'], 'user rules sit below tenants.'),
   below(
     ['src/webhooks/*.{sql,schema,rules,address,delivery,send,sign}.ts'],

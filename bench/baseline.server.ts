@@ -11,7 +11,7 @@
 // new parent and, in one pass, its subtree), check for a cycle, compute the
 // paths, write, in one transaction; no audit record, no depth rule, no
 // validation beyond the parent's existence, no confirming second pass over
-// the subtree (the service makes one: src/depts/dept.rules.ts, lockMove).
+// the subtree (the service makes one: src/depts/dept.locks.ts, lockMove).
 //
 //   PORT=19401 JWT_SECRET=... DATABASE_URL=... node --import tsx bench/baseline.server.ts
 //   PORT=19401 JWT_SECRET=... DATA_DIR=... node --import tsx bench/baseline.server.ts   (embedded copy)

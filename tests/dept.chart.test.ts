@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { ChartCache, chartVersion } from '../src/depts/dept.chart.js';
+import { chartVersion } from '../src/depts/dept.chart.js';
+import { ChartCache } from '../src/depts/dept.chart.cache.js';
 import { Dept } from '../src/depts/dept.schema.js';
-import { getDept, listDepts, toTree } from '../src/depts/dept.sql.js';
+import { getDept } from '../src/depts/dept.sql.js';
 import { etagOf } from '../src/core/version.js';
 import { buildTestApp, createdId, secondNode, type Client, type Node, type TestApp } from './support/app.js';
 import { createTenantWithAdmin } from './support/tenants.js';
+import { listDepts, toTree } from './support/dept-reference.js';
 
 // docs/api-rules.md#concurrency-control: ETag/304 on dept list and tree, the chart cache behind them,
 // and two app instances on one database never serving a chart older than a

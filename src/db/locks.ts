@@ -14,7 +14,7 @@ export const LOCK = {
  * and a SCIM write reads the users it then changes (a group's members, a
  * name compared without case) with nobody changing them meanwhile. Released
  * at commit or rollback. Department writes do not take it: they lock the
- * rows their rules read (src/depts/dept.rules.ts), and a user placed in a
+ * rows their rules read (src/depts/dept.locks.ts), and a user placed in a
  * department share-locks that department (src/users/user.rules.ts).
  */
 export async function lockUsers(tx: Tx, tenantId: string): Promise<void> {

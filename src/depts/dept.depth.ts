@@ -10,7 +10,7 @@ const levelOf = (ancestors: string) => ancestors.split(',').length;
  * Rule: a create or move never puts any department below level 50. The
  * department lands one level under its parent (level 1 without one); for a
  * move the levels of its live subtree come along (`levelsBelow`, from the
- * walk that locked the subtree: lockMove in dept.rules.ts). The parent's
+ * walk that locked the subtree: lockMove in dept.locks.ts). The parent's
  * share lock keeps its level still, the subtree's locks keep it from growing.
  */
 export function assertDepthFits(parent: { ancestors: string } | null, parentId: number, moved?: { deptId: number; levelsBelow: number }): void {

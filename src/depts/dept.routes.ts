@@ -13,7 +13,8 @@ import { assertIfMatchFits, etagOfText, ifMatchOf } from '../core/version.js';
 import { Dept, DeptCreate, DeptList, DeptListQuery, DeptNode, DeptTree, DeptUpdate } from './dept.schema.js';
 import { createDept, deleteDepts, getDeptText, listParentChoices, updateDept } from './dept.sql.js';
 import type { CacheCounts } from '../core/cache.counts.js';
-import { ChartCache, chartEtag, chartVersion, type ChartKind } from './dept.chart.js';
+import { chartEtag, chartVersion, type ChartKind } from './dept.chart.js';
+import { ChartCache } from './dept.chart.cache.js';
 import { matchesIfNoneMatch } from '../core/version.js';
 import { transaction } from '../db/retry.js';
 

@@ -12,16 +12,13 @@ import {
   assertNothingUnder,
   assertNotOwnParent,
   assertParentEnabled,
-  lockDeptAndParent,
-  lockMove,
-  lockParent,
   assertLiveParent,
   pathUnder,
   subtreePathsRewrite,
   trimmedName,
-  type MovedSubtree,
 } from './dept.rules.js';
-import type { Dept, DeptCreate, DeptListQuery, DeptNode, DeptUpdate } from './dept.schema.js';
+import { lockDeptAndParent, lockMove, lockParent, type MovedSubtree } from './dept.locks.js';
+import type { Dept, DeptCreate, DeptListQuery, DeptUpdate } from './dept.schema.js';
 import { DEPT_FIELDS } from './dept.fields.js';
 import { PLAIN_COLUMNS, plainText, type PlainRow } from './dept.json.js';
 import { fromRow, selectList, writeColumns } from '../db/fields.js';
@@ -58,8 +55,9 @@ export async function getDeptText(sql: Db, tenantId: string, deptId: number): Pr
 
 /**
  * The list filters (DeptListQuery) over sys_dept: the tenant's live rows, a
- * name containing deptName, a status, a parent. Shared by listDepts and the
- * chart (dept.chart.ts), so both answer the same rows.
+ * name containing deptName, a status, a parent. The chart's (dept.chart.ts);
+ * the reference its test compares it with (tests/support/dept-reference.ts)
+ * filters with it too, so both answer the same rows.
  */
 export function listFilter(sql: Db, tenantId: string, query: DeptListQuery) {
   return sql`
@@ -67,14 +65,6 @@ export function listFilter(sql: Db, tenantId: string, query: DeptListQuery) {
       ${query.deptName !== undefined ? sql`AND ${contains(sql, sql`dept_name`, query.deptName)}` : sql``}
       ${query.status !== undefined ? sql`AND status = ${query.status}` : sql``}
       ${query.parentId !== undefined ? sql`AND parent_id = ${query.parentId}` : sql``}`;
-}
-
-/** Live departments, filtered, in display order (parentId, orderNum, deptId). */
-export async function listDepts(sql: Db, tenantId: string, query: DeptListQuery): Promise<Dept[]> {
-  const rows = await sql<DeptRow[]>`
-    SELECT ${COLUMNS(sql)} FROM sys_dept WHERE ${listFilter(sql, tenantId, query)}
-    ORDER BY parent_id, order_num, dept_id`;
-  return rows.map(toDept);
 }
 
 /** The choices of a new parent for `deptId`: every live department but itself and its descendants. */
@@ -90,18 +80,6 @@ export async function listParentChoices(sql: Db, tenantId: string, deptId: numbe
     WHERE tenant_id = ${tenantId} AND del_flag = '0' AND dept_id NOT IN (SELECT dept_id FROM excluded)
     ORDER BY parent_id, order_num, dept_id`;
   return rows.map(toDept);
-}
-
-/** Nests a list ordered by parentId, orderNum, deptId; a node whose parent is not in the list is a root. */
-export function toTree(depts: Dept[]): DeptNode[] {
-  const nodes = new Map<number, DeptNode>();
-  for (const dept of depts) nodes.set(dept.deptId, { ...dept, children: [] });
-  const roots: DeptNode[] = [];
-  for (const node of nodes.values()) {
-    const parent = nodes.get(node.parentId);
-    (parent ? parent.children : roots).push(node);
-  }
-  return roots;
 }
 
 // ---------------------------------------------------------------- writes (each inside one transaction)
@@ -142,7 +120,7 @@ export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatc
   const deptName = trimmedName(input.deptName);
   const { tenantId } = actor;
   const status = input.status ?? '0';
-  // The department and the parent named, in id order; a move takes them again with its subtree (dept.rules.ts).
+  // The department and the parent named, in id order; a move takes them again with its subtree (dept.locks.ts).
   let { current, parent } = await lockDeptAndParent(tx, tenantId, input.deptId, input.parentId);
   let subtree: MovedSubtree | undefined;
   if (current.parentId !== input.parentId && input.parentId !== input.deptId && parent !== undefined) {
