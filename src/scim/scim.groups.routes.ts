@@ -10,7 +10,7 @@ import { GROUP_FILTER_ATTRIBUTES } from './scim.attributes.js';
 import { sendScim } from './scim.reply.js';
 import { IdParams, ListQuery, PatchBody, ResourceBody } from './scim.schema.js';
 import { matchesIfNoneMatch } from '../core/version.js';
-import { listResponse, pageOf, project, scimId } from './scim.resource.js';
+import { listResponse, startIndexAndCount, project, scimId } from './scim.resource.js';
 import { createScimGroup, deleteScimGroup, findScimGroups, getScimGroup, patchScimGroup, type ScimGroupRow } from './scim.group.sql.js';
 import { checkGroupState, DEPT_EXTENSION, groupFromBody, GROUP_SCHEMA } from './scim.group.state.js';
 import { applyGroupPatch } from './scim.group.patch.js';
@@ -65,7 +65,7 @@ export async function scimGroupRoutes(app: FastifyInstance, { sql }: { sql: Sql 
   app.get('/Groups', { config: { permission: 'system:dept:list' }, schema: { querystring: ListQuery } }, async (request, reply) => {
     const query = request.query as ListQuery;
     const where = query.filter === undefined ? undefined : filterToSql(sql, parseFilter(query.filter), GROUP_FILTER_ATTRIBUTES);
-    const { startIndex, count } = pageOf(query);
+    const { startIndex, count } = startIndexAndCount(query);
     const { total, rows } = await findScimGroups(sql, request.caller.tenantId, where, startIndex, count);
     return sendScim(
       reply,

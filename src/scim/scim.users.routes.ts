@@ -14,7 +14,7 @@ import { applyUserPatch } from './scim.user.patch.js';
 import type { PatchOperation } from './scim.patch.js';
 import { IdParams, ListQuery, PatchBody, ResourceBody } from './scim.schema.js';
 import { matchesIfNoneMatch } from '../core/version.js';
-import { listResponse, pageOf, project, scimId } from './scim.resource.js';
+import { listResponse, startIndexAndCount, project, scimId } from './scim.resource.js';
 
 // /scim/v2/Users (docs/scim.md#users): the tenant's users, for the key's
 // tenant only. Every write goes through the REST API's write paths
@@ -67,7 +67,7 @@ export async function scimUserRoutes(app: FastifyInstance, { sql }: { sql: Sql }
   app.get('/Users', { config: { permission: 'system:user:list' }, schema: { querystring: ListQuery } }, async (request, reply) => {
     const query = request.query as ListQuery;
     const where = query.filter === undefined ? undefined : filterToSql(sql, parseFilter(query.filter), USER_FILTER_ATTRIBUTES);
-    const { startIndex, count } = pageOf(query);
+    const { startIndex, count } = startIndexAndCount(query);
     const { total, rows } = await findScimUsers(sql, request.caller.tenantId, where, startIndex, count);
     const resources = rows.map((row) => project(userResource(row, base(request)), query));
     return sendScim(reply, 200, listResponse(total, startIndex, resources));
