@@ -1,15 +1,32 @@
 import type { PendingQuery, Row } from 'postgres';
 import type { Db } from '../db/database.js';
 import { invalidFilter, shown } from './scim.error.js';
-import type { CompareOp, FilterAttribute, Literal } from './scim.filter.js';
+import type { CompareOp, Literal } from './scim.filter.js';
 
 // One comparison of a SCIM filter (RFC 7644 §3.4.2.2) on one attribute, as
-// SQL: the leaves of the tree scim.filter.ts translates. Each is two-valued
+// SQL: the leaves of the tree scim.filter.sql.ts translates, and the
+// attribute they compare (where it is stored, its type). Each is two-valued
 // (false, never NULL, where the column has no value), which is what lets
-// scim.filter.ts read `not` and `ne` as plain complements. The literal is
+// scim.filter.sql.ts read `not` and `ne` as plain complements. The literal is
 // always a bound parameter.
 
 type Fragment = PendingQuery<Row[]>;
+
+type AttributeType = 'string' | 'boolean' | 'dateTime' | 'id';
+
+/** A single-valued attribute (or a sub-attribute) and where it is stored. */
+export interface FilterAttribute {
+  /** The column or expression, on the alias the caller's statement uses. */
+  column: (sql: Db) => Fragment;
+  /**
+   * string: text, compared as SCIM strings; boolean: a boolean expression;
+   * dateTime: a timestamptz; id: a bigint id, which SCIM shows as its
+   * decimal string.
+   */
+  type: AttributeType;
+  /** Whether string comparisons respect case (RFC 7643 §2.3.1); false compares lower() of both sides. */
+  caseExact: boolean;
+}
 
 /** RFC 7644 `pr`: has a value; for a string, a non-empty one (RFC 7643 §2.5 treats "" as unassigned). */
 export function present(sql: Db, a: FilterAttribute): Fragment {

@@ -1,5 +1,6 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Type } from '@sinclair/typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { Type, type Static } from '@sinclair/typebox';
 import { ScimError, shown } from './scim.error.js';
 import { sendScim } from './scim.reply.js';
 import { listResponse } from './scim.resource.js';
@@ -19,44 +20,44 @@ const DiscoveryQuery = Type.Object({ filter: Type.Optional(Type.String()) }, { a
  * RFC 7644 §4: a filter on a discovery endpoint SHOULD be refused with 403, so
  * that a client never takes the unfiltered answer for a filtered one.
  */
-function refuseFilter(request: FastifyRequest): void {
-  if ((request.query as { filter?: string }).filter !== undefined) {
+function refuseFilter(query: Static<typeof DiscoveryQuery>): void {
+  if (query.filter !== undefined) {
     throw new ScimError(403, undefined, 'The discovery endpoints take no filter');
   }
 }
 
-export async function scimDiscoveryRoutes(app: FastifyInstance): Promise<void> {
+export const scimDiscoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const base = (request: FastifyRequest) => `${request.protocol}://${request.host}/scim/v2`;
   const params = Type.Object({ id: Type.String() });
 
   app.get('/ServiceProviderConfig', { schema: { querystring: DiscoveryQuery } }, async (request, reply) => {
-    refuseFilter(request);
+    refuseFilter(request.query);
     return sendScim(reply, 200, serviceProviderConfig(base(request)));
   });
 
   app.get('/ResourceTypes', { schema: { querystring: DiscoveryQuery } }, async (request, reply) => {
-    refuseFilter(request);
+    refuseFilter(request.query);
     const all = resourceTypes(base(request));
     return sendScim(reply, 200, listResponse(all.length, 1, all));
   });
 
   app.get('/ResourceTypes/:id', { schema: { params } }, async (request, reply) => {
-    const { id } = request.params as { id: string };
+    const { id } = request.params;
     const found = byId(resourceTypes(base(request)), id);
     if (!found) throw new ScimError(404, undefined, `ResourceType ${shown(id)} not found: there are User and Group`);
     return sendScim(reply, 200, found);
   });
 
   app.get('/Schemas', { schema: { querystring: DiscoveryQuery } }, async (request, reply) => {
-    refuseFilter(request);
+    refuseFilter(request.query);
     const all = schemas(base(request));
     return sendScim(reply, 200, listResponse(all.length, 1, all));
   });
 
   app.get('/Schemas/:id', { schema: { params } }, async (request, reply) => {
-    const { id } = request.params as { id: string };
+    const { id } = request.params;
     const found = byId(schemas(base(request)), id);
     if (!found) throw new ScimError(404, undefined, `Schema ${shown(id)} not found`);
     return sendScim(reply, 200, found);
   });
-}
+};

@@ -1,3 +1,17 @@
+// Who may throw ScimError (a rule the lint cannot see): the SCIM edge only.
+// That is the routes and scim.plugin.ts, and the modules that read a SCIM
+// request document, whose refusals are SCIM's own wording of a bad request
+// (the `scimType` keyword says which part of the document is wrong):
+// scim.values.ts, scim.patch.ts, scim.user.patch.ts, scim.group.patch.ts,
+// scim.user.state.ts, scim.group.state.ts (bodies and PATCH operations),
+// scim.resource.ts (a path id), and the filter's parser, translation and
+// comparisons (scim.filter.ts, scim.filter.sql.ts, scim.compare.ts: an
+// unknown attribute or a wrong type is as much `invalidFilter` as a syntax
+// error, and no statement has run). Modules that read or write the database
+// (scim.user.sql.ts, scim.group.sql.ts) throw domain errors instead: AppError,
+// or ScimConflict (scim.conflict.ts) where SCIM tells two conflicts apart;
+// scim.plugin.ts words them as SCIM errors.
+
 /**
  * A SCIM refusal (RFC 7644 §3.12): `status` is the HTTP status, `scimType`
  * the error keyword some 400s carry (`invalidFilter`, `uniqueness`, ...),

@@ -1,5 +1,6 @@
 import type { PendingQuery, Row } from 'postgres';
 import type { Db, Tx } from '../db/database.js';
+import { AppError, assert } from '../core/app.error.js';
 import { checkIfMatch, etagOf } from '../core/version.js';
 import { lockUsers } from '../db/locks.js';
 import { fromRow, selectList } from '../db/fields.js';
@@ -8,7 +9,7 @@ import type { Caller } from '../identity/caller.js';
 import { DEPT_FIELDS } from '../depts/dept.fields.js';
 import { createDept, deleteDepts, getDept, updateDept } from '../depts/dept.sql.js';
 import { getUser, updateUser } from '../users/user.sql.js';
-import { ScimError } from './scim.error.js';
+import { ScimConflict } from './scim.conflict.js';
 import type { GroupState } from './scim.group.state.js';
 
 // SCIM Groups (docs/scim.md#groups) are the tenant's departments; a group's
@@ -107,10 +108,10 @@ async function moveMembers(tx: Tx, actor: Caller, deptId: number, before: number
   const leaving = before.filter((id) => !after.includes(id));
   for (const [userId, to] of [...leaving.map((id) => [id, null] as const), ...joining.map((id) => [id, deptId] as const)]) {
     const user = await getUser(tx, actor.tenantId, userId);
-    if (!user) throw new ScimError(400, 'invalidValue', `members: ${userId} is not a user of this tenant`);
+    assert(user, 400, `members: ${userId} is not a user of this tenant`);
     if (user.deptId === to) continue;
     const [role] = user.roles;
-    if (role === 'superadmin') throw new ScimError(403, undefined, `members: ${userId} is the superadmin account and cannot be moved through SCIM`);
+    if (role === 'superadmin') throw new AppError(403, `members: ${userId} is the superadmin account and cannot be moved through SCIM`);
     const { userName, nickName, email, phonenumber, status } = user;
     await updateUser(tx, actor, { userId, userName, nickName, email, phonenumber, status, deptId: to, roles: [role!] });
   }
@@ -135,7 +136,7 @@ export async function patchScimGroup(
 ): Promise<void> {
   await lockUsers(tx, actor.tenantId);
   const current = await getScimGroup(tx, actor.tenantId, id);
-  if (!current) throw new ScimError(404, undefined, `Group ${id} not found`);
+  assert(current, 404, `Group ${id} not found`);
   const before = current.members.map((m) => m.id);
   const next = change({ ...current, members: before });
   // A change of members alone is the users' moves only, as in the REST API: the department is not written (no dept.update record).
@@ -149,9 +150,9 @@ export async function patchScimGroup(
 export async function deleteScimGroup(tx: Tx, actor: Caller, id: number, ifMatch?: string): Promise<void> {
   await lockUsers(tx, actor.tenantId);
   const current = await getScimGroup(tx, actor.tenantId, id);
-  if (!current) throw new ScimError(404, undefined, `Group ${id} not found`);
+  assert(current, 404, `Group ${id} not found`);
   const [child] = await tx`SELECT 1 FROM sys_dept WHERE tenant_id = ${actor.tenantId} AND parent_id = ${id} AND del_flag = '0' LIMIT 1`;
-  if (child) throw new ScimError(409, 'mutability', `Group ${id} has child departments; delete or move them first`);
+  if (child) throw new ScimConflict('mutability', `Group ${id} has child departments; delete or move them first`);
   // Members are detached first (deleteDepts refuses a department with users); a stale If-Match rolls all of it back.
   await moveMembers(
     tx,

@@ -1,19 +1,20 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Sql } from '../db/database.js';
 import { transaction } from '../db/retry.js';
 import { requestActor } from '../identity/caller.js';
 import { ifMatchOf } from '../core/version.js';
 import { ScimError } from './scim.error.js';
-import { filterToSql, parseFilter } from './scim.filter.js';
+import { parseFilter } from './scim.filter.js';
+import { filterToSql } from './scim.filter.sql.js';
 import { GROUP_FILTER_ATTRIBUTES } from './scim.attributes.js';
 import { sendScim } from './scim.reply.js';
-import { IdParams, ListQuery, PatchBody, ResourceBody } from './scim.schema.js';
+import { IdParams, ListQuery, PatchBody, ResourceBody, WriteIdParams } from './scim.schema.js';
 import { matchesIfNoneMatch } from '../core/version.js';
-import { listResponse, pageOf, project, scimId } from './scim.resource.js';
+import { listResponse, startIndexAndCount, project, scimId } from './scim.resource.js';
 import { createScimGroup, deleteScimGroup, findScimGroups, getScimGroup, patchScimGroup, type ScimGroupRow } from './scim.group.sql.js';
 import { checkGroupState, DEPT_EXTENSION, groupFromBody, GROUP_SCHEMA } from './scim.group.state.js';
 import { applyGroupPatch } from './scim.group.patch.js';
-import type { PatchOperation } from './scim.patch.js';
 
 // /scim/v2/Groups (docs/scim.md#groups): the tenant's departments, for the
 // key's tenant only; writes through the department and user write paths
@@ -46,11 +47,10 @@ function groupResource(row: ScimGroupRow, base: string) {
   };
 }
 
-export async function scimGroupRoutes(app: FastifyInstance, { sql }: { sql: Sql }): Promise<void> {
+export const scimGroupRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, { sql }) => {
   const base = (request: FastifyRequest) => `${request.protocol}://${request.host}/scim/v2`;
-  const idOf = (request: FastifyRequest) => scimId((request.params as { id: string }).id, 'Group');
-  /** Answers the group as it is now, with its ETag. */
-  const answer = async (request: FastifyRequest, reply: FastifyReply, id: number, status: number) => {
+  /** Answers the group as it is now, with its ETag, shaped by the query's `attributes`. */
+  const answer = async (request: FastifyRequest, reply: FastifyReply, query: ListQuery, id: number, status: number) => {
     const row = await getScimGroup(sql, request.caller.tenantId, id);
     if (!row) throw new ScimError(404, undefined, `Group ${id} not found`);
     if (status === 200 && request.method === 'GET' && matchesIfNoneMatch(request.headers['if-none-match'], row.version)) {
@@ -58,13 +58,13 @@ export async function scimGroupRoutes(app: FastifyInstance, { sql }: { sql: Sql 
     }
     reply.header('etag', row.version);
     if (status === 201) reply.header('location', `${base(request)}/Groups/${id}`);
-    return sendScim(reply, status, project(groupResource(row, base(request)), request.query as ListQuery));
+    return sendScim(reply, status, project(groupResource(row, base(request)), query));
   };
 
   app.get('/Groups', { config: { permission: 'system:dept:list' }, schema: { querystring: ListQuery } }, async (request, reply) => {
-    const query = request.query as ListQuery;
+    const { query } = request;
     const where = query.filter === undefined ? undefined : filterToSql(sql, parseFilter(query.filter), GROUP_FILTER_ATTRIBUTES);
-    const { startIndex, count } = pageOf(query);
+    const { startIndex, count } = startIndexAndCount(query);
     const { total, rows } = await findScimGroups(sql, request.caller.tenantId, where, startIndex, count);
     return sendScim(
       reply,
@@ -80,46 +80,46 @@ export async function scimGroupRoutes(app: FastifyInstance, { sql }: { sql: Sql 
   app.get(
     '/Groups/:id',
     { config: { permission: 'system:dept:query' }, schema: { params: IdParams, querystring: ListQuery } },
-    async (request, reply) => answer(request, reply, idOf(request), 200),
+    async (request, reply) => answer(request, reply, request.query, scimId(request.params.id, 'Group'), 200),
   );
 
   app.post(
     '/Groups',
     { config: { permission: 'system:dept:add' }, schema: { body: ResourceBody, querystring: ListQuery } },
     async (request, reply) => {
-      const state = checkGroupState(groupFromBody(request.body as Record<string, unknown>));
+      const state = checkGroupState(groupFromBody(request.body));
       const id = await transaction(sql, (tx) => createScimGroup(tx, requestActor(request), state));
-      return answer(request, reply, id, 201);
+      return answer(request, reply, request.query, id, 201);
     },
   );
 
   app.put(
     '/Groups/:id',
-    { config: { permission: 'system:dept:edit' }, schema: { body: ResourceBody, querystring: ListQuery } },
+    { config: { permission: 'system:dept:edit' }, schema: { params: WriteIdParams, body: ResourceBody, querystring: ListQuery } },
     async (request, reply) => {
-      const id = idOf(request);
-      const state = checkGroupState(groupFromBody(request.body as Record<string, unknown>));
+      const id = scimId(request.params.id, 'Group');
+      const state = checkGroupState(groupFromBody(request.body));
       await transaction(sql, (tx) => patchScimGroup(tx, requestActor(request), id, () => state, ifMatchOf(request)));
-      return answer(request, reply, id, 200);
+      return answer(request, reply, request.query, id, 200);
     },
   );
 
   app.patch(
     '/Groups/:id',
-    { config: { permission: 'system:dept:edit' }, schema: { body: PatchBody, querystring: ListQuery } },
+    { config: { permission: 'system:dept:edit' }, schema: { params: WriteIdParams, body: PatchBody, querystring: ListQuery } },
     async (request, reply) => {
-      const id = idOf(request);
-      const operations = (request.body as { Operations: PatchOperation[] }).Operations;
+      const id = scimId(request.params.id, 'Group');
+      const operations = request.body.Operations;
       await transaction(sql, (tx) =>
         patchScimGroup(tx, requestActor(request), id, (current) => checkGroupState(applyGroupPatch(current, operations)), ifMatchOf(request)),
       );
-      return answer(request, reply, id, 200);
+      return answer(request, reply, request.query, id, 200);
     },
   );
 
-  app.delete('/Groups/:id', { config: { permission: 'system:dept:remove' } }, async (request, reply) => {
-    const id = idOf(request);
+  app.delete('/Groups/:id', { config: { permission: 'system:dept:remove' }, schema: { params: WriteIdParams } }, async (request, reply) => {
+    const id = scimId(request.params.id, 'Group');
     await transaction(sql, (tx) => deleteScimGroup(tx, requestActor(request), id, ifMatchOf(request)));
     return reply.code(204).send();
   });
-}
+};

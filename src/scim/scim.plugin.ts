@@ -4,6 +4,7 @@ import { addJsonParser } from '../http/json.parser.js';
 import { classify } from '../http/error.handler.js';
 import { discardRestOfBody } from '../http/body.discard.js';
 import { ScimError } from './scim.error.js';
+import { ScimConflict } from './scim.conflict.js';
 import { SCIM_MEDIA_TYPE, sendScim } from './scim.reply.js';
 import { scimDiscoveryRoutes } from './scim.discovery.routes.js';
 import { scimUserRoutes } from './scim.users.routes.js';
@@ -13,17 +14,20 @@ import { scimGroupRoutes } from './scim.groups.routes.js';
 // (docs/scim.md). Everything SCIM speaks differently from the rest of the API
 // is set here, for this prefix only: its media type, its error body instead
 // of the envelope, and who may call it (an API key of role admin). The
-// resources live in scim.users.routes.ts and scim.discovery.routes.ts.
+// resources live in scim.users.routes.ts, scim.groups.routes.ts and
+// scim.discovery.routes.ts.
 
 const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 
 /**
  * A refusal that is not a ScimError, as SCIM words it (RFC 7644 §3.12): a
  * body that is not JSON or not shaped like a SCIM request is `invalidSyntax`;
- * a unique constraint, or a rule that says the name exists, is 409
- * `uniqueness`; every other rule of the REST API that refuses with 409 (a
- * cycle, the depth limit, a disabled parent, the account quota) is a value
- * this service cannot take: 400 `invalidValue`, as SCIM clients expect.
+ * any other 400 of a rule is `invalidValue`; a ScimConflict of the SCIM SQL
+ * modules keeps its own keyword (`uniqueness`, `mutability`); a unique
+ * constraint, or a rule that says the name exists, is 409 `uniqueness`; every
+ * other rule of the REST API that refuses with 409 (a cycle, the depth limit,
+ * a disabled parent, the account quota) is a value this service cannot take:
+ * 400 `invalidValue`, as SCIM clients expect.
  */
 function asScim(error: FastifyError | Error, status: number, detail: string): { status: number; scimType: string | undefined } {
   const fastify = error as FastifyError;
@@ -31,6 +35,7 @@ function asScim(error: FastifyError | Error, status: number, detail: string): { 
   if (fastify.validation && fastify.validationContext === 'body') return { status, scimType: 'invalidSyntax' };
   if (status === 400) return { status, scimType: 'invalidValue' };
   if (status !== 409) return { status, scimType: undefined };
+  if (error instanceof ScimConflict) return { status, scimType: error.conflict };
   if ((error as { code?: string }).code === '23505' || /already exists/.test(detail)) return { status, scimType: 'uniqueness' };
   return { status: 400, scimType: 'invalidValue' };
 }

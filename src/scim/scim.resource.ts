@@ -18,7 +18,7 @@ export function scimId(raw: string, what: string): number {
 }
 
 /** RFC 7644 §3.4.2.4: startIndex below 1 is 1; count below 0 is 0; above the maximum, the maximum. */
-export function pageOf(query: ListQuery): { startIndex: number; count: number } {
+export function startIndexAndCount(query: ListQuery): { startIndex: number; count: number } {
   return {
     startIndex: Math.max(1, query.startIndex ?? 1),
     count: Math.min(MAX_RESULTS, Math.max(0, query.count ?? DEFAULT_COUNT)),

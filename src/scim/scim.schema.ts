@@ -17,6 +17,13 @@ export type ListQuery = Static<typeof ListQuery>;
 /** A resource id in a path: any text (an id that is not ours is a 404, scim.resource.ts scimId). */
 export const IdParams = Type.Object({ id: Type.String({ maxLength: 100 }) });
 
+/**
+ * The id in the path of a PUT, PATCH or DELETE. These never bounded its
+ * length: a longer one is a 404 there, as any id that is not ours, where a
+ * GET answers 400.
+ */
+export const WriteIdParams = Type.Object({ id: Type.String() });
+
 export const ResourceBody = Type.Object({}, { additionalProperties: true });
 
 export const PatchBody = Type.Object(

@@ -1,5 +1,6 @@
 import type { PendingQuery, Row } from 'postgres';
 import type { Db, Tx } from '../db/database.js';
+import { AppError, assert } from '../core/app.error.js';
 import { etagOf } from '../core/version.js';
 import { lockUsers } from '../db/locks.js';
 import type { Caller } from '../identity/caller.js';
@@ -7,7 +8,7 @@ import { selectList, fromRow } from '../db/fields.js';
 import { windowOf } from '../db/page.js';
 import { USER_FIELDS } from '../users/user.fields.js';
 import { createUser, deleteUsers, updateUser } from '../users/user.sql.js';
-import { ScimError } from './scim.error.js';
+import { ScimConflict } from './scim.conflict.js';
 import type { UserState } from './scim.user.state.js';
 
 // SCIM Users (docs/scim.md#users) are the tenant's users: read here with the
@@ -94,7 +95,7 @@ async function assertUserNameFree(tx: Tx, tenantId: string, userName: string, ex
     SELECT user_id::int AS id FROM sys_user
     WHERE tenant_id = ${tenantId} AND del_flag = '0' AND lower(user_name) = lower(${userName}) AND user_id <> ${except ?? 0}
     LIMIT 1`;
-  if (taken) throw new ScimError(409, 'uniqueness', `userName "${userName}" is taken (by user ${taken.id}; names are compared without case)`);
+  if (taken) throw new ScimConflict('uniqueness', `userName "${userName}" is taken (by user ${taken.id}; names are compared without case)`);
 }
 
 /** POST /Users: a new user of role `user`, in no department (membership is the Groups' business). */
@@ -126,13 +127,12 @@ export async function createScimUser(tx: Tx, actor: Caller, state: UserState): P
 export async function patchScimUser(tx: Tx, actor: Caller, id: number, change: (current: UserState) => UserState, ifMatch?: string): Promise<void> {
   await lockUsers(tx, actor.tenantId);
   const current = await getScimUser(tx, actor.tenantId, id);
-  if (!current) throw new ScimError(404, undefined, `User ${id} not found`);
+  assert(current, 404, `User ${id} not found`);
   await replaceScimUser(tx, actor, current, change(current), ifMatch);
 }
 
 async function replaceScimUser(tx: Tx, actor: Caller, current: ScimUserRow, state: UserState, ifMatch?: string): Promise<void> {
-  if (current.role === 'superadmin')
-    throw new ScimError(403, undefined, `User ${current.id} is the superadmin account and cannot be changed through SCIM`);
+  if (current.role === 'superadmin') throw new AppError(403, `User ${current.id} is the superadmin account and cannot be changed through SCIM`);
   if (state.userName !== current.userName) await assertUserNameFree(tx, actor.tenantId, state.userName, current.id);
   await updateUser(
     tx,

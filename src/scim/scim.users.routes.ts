@@ -1,19 +1,20 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Sql } from '../db/database.js';
 import { transaction } from '../db/retry.js';
 import { requestActor } from '../identity/caller.js';
 import { ifMatchOf } from '../core/version.js';
 import { ScimError } from './scim.error.js';
-import { filterToSql, parseFilter } from './scim.filter.js';
+import { parseFilter } from './scim.filter.js';
+import { filterToSql } from './scim.filter.sql.js';
 import { USER_FILTER_ATTRIBUTES } from './scim.attributes.js';
 import { sendScim } from './scim.reply.js';
 import { createScimUser, deleteScimUser, findScimUsers, getScimUser, patchScimUser, type ScimUserRow } from './scim.user.sql.js';
 import { checkUserState, ENTERPRISE_USER_SCHEMA, stateFromBody, USER_SCHEMA } from './scim.user.state.js';
 import { applyUserPatch } from './scim.user.patch.js';
-import type { PatchOperation } from './scim.patch.js';
-import { IdParams, ListQuery, PatchBody, ResourceBody } from './scim.schema.js';
+import { IdParams, ListQuery, PatchBody, ResourceBody, WriteIdParams } from './scim.schema.js';
 import { matchesIfNoneMatch } from '../core/version.js';
-import { listResponse, pageOf, project, scimId } from './scim.resource.js';
+import { listResponse, startIndexAndCount, project, scimId } from './scim.resource.js';
 
 // /scim/v2/Users (docs/scim.md#users): the tenant's users, for the key's
 // tenant only. Every write goes through the REST API's write paths
@@ -48,25 +49,25 @@ function userResource(row: ScimUserRow, base: string) {
   };
 }
 
-export async function scimUserRoutes(app: FastifyInstance, { sql }: { sql: Sql }): Promise<void> {
+export const scimUserRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, { sql }) => {
   const base = (request: FastifyRequest) => `${request.protocol}://${request.host}/scim/v2`;
   const found = async (request: FastifyRequest, id: number) => {
     const row = await getScimUser(sql, request.caller.tenantId, id);
     if (!row) throw new ScimError(404, undefined, `User ${id} not found`);
     return row;
   };
-  /** Answers the user as it is now, with its ETag. */
-  const answer = async (request: FastifyRequest, reply: Parameters<typeof sendScim>[0], id: number, status: number) => {
+  /** Answers the user as it is now, with its ETag, shaped by the query's `attributes`. */
+  const answer = async (request: FastifyRequest, reply: FastifyReply, query: ListQuery, id: number, status: number) => {
     const row = await found(request, id);
     reply.header('etag', row.version);
     if (status === 201) reply.header('location', `${base(request)}/Users/${id}`);
-    return sendScim(reply, status, project(userResource(row, base(request)), request.query as ListQuery));
+    return sendScim(reply, status, project(userResource(row, base(request)), query));
   };
 
   app.get('/Users', { config: { permission: 'system:user:list' }, schema: { querystring: ListQuery } }, async (request, reply) => {
-    const query = request.query as ListQuery;
+    const { query } = request;
     const where = query.filter === undefined ? undefined : filterToSql(sql, parseFilter(query.filter), USER_FILTER_ATTRIBUTES);
-    const { startIndex, count } = pageOf(query);
+    const { startIndex, count } = startIndexAndCount(query);
     const { total, rows } = await findScimUsers(sql, request.caller.tenantId, where, startIndex, count);
     const resources = rows.map((row) => project(userResource(row, base(request)), query));
     return sendScim(reply, 200, listResponse(total, startIndex, resources));
@@ -76,11 +77,11 @@ export async function scimUserRoutes(app: FastifyInstance, { sql }: { sql: Sql }
     '/Users/:id',
     { config: { permission: 'system:user:query' }, schema: { params: IdParams, querystring: ListQuery } },
     async (request, reply) => {
-      const row = await found(request, scimId((request.params as { id: string }).id, 'User'));
+      const row = await found(request, scimId(request.params.id, 'User'));
       // etag is supported (/ServiceProviderConfig): a client holding the current version gets 304, no body.
       if (matchesIfNoneMatch(request.headers['if-none-match'], row.version)) return reply.code(304).header('etag', row.version).send();
       reply.header('etag', row.version);
-      return sendScim(reply, 200, project(userResource(row, base(request)), request.query as ListQuery));
+      return sendScim(reply, 200, project(userResource(row, base(request)), request.query));
     },
   );
 
@@ -88,39 +89,39 @@ export async function scimUserRoutes(app: FastifyInstance, { sql }: { sql: Sql }
     '/Users',
     { config: { permission: 'system:user:add' }, schema: { body: ResourceBody, querystring: ListQuery } },
     async (request, reply) => {
-      const state = checkUserState(stateFromBody(request.body as Record<string, unknown>));
+      const state = checkUserState(stateFromBody(request.body));
       const id = await transaction(sql, (tx) => createScimUser(tx, requestActor(request), state));
-      return answer(request, reply, id, 201);
+      return answer(request, reply, request.query, id, 201);
     },
   );
 
   app.put(
     '/Users/:id',
-    { config: { permission: 'system:user:edit' }, schema: { body: ResourceBody, querystring: ListQuery } },
+    { config: { permission: 'system:user:edit' }, schema: { params: WriteIdParams, body: ResourceBody, querystring: ListQuery } },
     async (request, reply) => {
-      const id = scimId((request.params as { id: string }).id, 'User');
-      const state = checkUserState(stateFromBody(request.body as Record<string, unknown>));
+      const id = scimId(request.params.id, 'User');
+      const state = checkUserState(stateFromBody(request.body));
       await transaction(sql, (tx) => patchScimUser(tx, requestActor(request), id, () => state, ifMatchOf(request)));
-      return answer(request, reply, id, 200);
+      return answer(request, reply, request.query, id, 200);
     },
   );
 
   app.patch(
     '/Users/:id',
-    { config: { permission: 'system:user:edit' }, schema: { body: PatchBody, querystring: ListQuery } },
+    { config: { permission: 'system:user:edit' }, schema: { params: WriteIdParams, body: PatchBody, querystring: ListQuery } },
     async (request, reply) => {
-      const id = scimId((request.params as { id: string }).id, 'User');
-      const operations = (request.body as { Operations: PatchOperation[] }).Operations;
+      const id = scimId(request.params.id, 'User');
+      const operations = request.body.Operations;
       await transaction(sql, (tx) =>
         patchScimUser(tx, requestActor(request), id, (current) => checkUserState(applyUserPatch(current, operations)), ifMatchOf(request)),
       );
-      return answer(request, reply, id, 200);
+      return answer(request, reply, request.query, id, 200);
     },
   );
 
-  app.delete('/Users/:id', { config: { permission: 'system:user:remove' } }, async (request, reply) => {
-    const id = scimId((request.params as { id: string }).id, 'User');
+  app.delete('/Users/:id', { config: { permission: 'system:user:remove' }, schema: { params: WriteIdParams } }, async (request, reply) => {
+    const id = scimId(request.params.id, 'User');
     await transaction(sql, (tx) => deleteScimUser(tx, requestActor(request), id, ifMatchOf(request)));
     return reply.code(204).send();
   });
-}
+};
