@@ -5,7 +5,7 @@ import { assert } from '../core/app.error.js';
 import { formatDateTime, today } from '../core/time.js';
 import type { Actor } from '../identity/caller.js';
 import { recordAudit, type Changes } from '../audit/audit.record.js';
-import { BLOCKING_COLUMNS, BLOCKING_TENANT, tenantProblem, type TenantState } from '../auth/auth.sql.js';
+import { BLOCKING_COLUMNS, BLOCKING_TENANT, tenantProblem, type TenantState } from '../identity/tenant.state.js';
 import type { ApiKey, ApiKeyCreate, ApiKeyCreated } from './apikey.schema.js';
 
 // API keys (docs/security.md#api-keys): managed by a tenant's admins, looked

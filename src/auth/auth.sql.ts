@@ -2,19 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db, Tx } from '../db/database.js';
 import type { Role } from '../identity/roles.js';
 import { inTenantSubtree } from '../identity/scope.js';
-import { today } from '../core/time.js';
-
-/** The state of a tenant's chain that decides whether anyone of that tenant (a user, an API key) is honoured. */
-export interface TenantState {
-  tenantId: string;
-  /** The nearest tenant, the user's own first, then up its ancestors, that is deleted, disabled or outside its period; null when none. */
-  blockingTenantId: string | null;
-  blockingTenantName: string | null;
-  blockingDelFlag: string | null;
-  blockingStatus: string | null;
-  blockingStartTime: string | null;
-  blockingEndTime: string | null;
-}
+import { BLOCKING_COLUMNS, BLOCKING_TENANT, tenantProblem, type TenantState } from '../identity/tenant.state.js';
 
 /** The user and tenant state that decides whether a login or a token is honoured. */
 export interface AccountState extends TenantState {
@@ -27,31 +15,10 @@ export interface AccountState extends TenantState {
   userDelFlag: string;
 }
 
-/** The blocking tenant's columns of a TenantState, from BLOCKING_TENANT's `b`. */
-export const BLOCKING_COLUMNS = (sql: Db) => sql`
-  b.tenant_id AS "blockingTenantId", b.name AS "blockingTenantName", b.del_flag AS "blockingDelFlag",
-  b.status AS "blockingStatus", b.start_time::text AS "blockingStartTime", b.end_time::text AS "blockingEndTime"`;
-
-/**
- * Columns of a AccountState over `sys_user u JOIN sys_tenant t`, plus the
- * lateral join `b` that finds the blocking tenant: the user's tenant and its
- * ancestors (sys_tenant.ancestors) are looked up by code through the unique
- * index, so the whole chain costs one indexed probe per level inside the
- * same statement. `today` is the date in the service's TZ.
- */
+/** Columns of an AccountState over `sys_user u JOIN sys_tenant t` and BLOCKING_TENANT's `b`. */
 const PRINCIPAL = (sql: Db) => sql`
   u.tenant_id AS "tenantId", u.user_id AS "userId", u.user_name AS "userName", u.nick_name AS "nickName",
   u.dept_id AS "deptId", u.role, u.status AS "userStatus", u.del_flag AS "userDelFlag", ${BLOCKING_COLUMNS(sql)}`;
-
-export const BLOCKING_TENANT = (sql: Db, day = today()) => sql`
-  LEFT JOIN LATERAL (
-    SELECT a.tenant_id, coalesce(a.tenant_name, a.company_name) AS name, a.del_flag, a.status, a.start_time, a.end_time
-    FROM sys_tenant a
-    WHERE a.tenant_id = ANY (string_to_array(t.ancestors, ',') || t.tenant_id)
-      AND (a.del_flag <> '0' OR a.status <> '0' OR a.start_time > ${day}::date OR a.end_time < ${day}::date)
-    ORDER BY array_position(string_to_array(t.ancestors, ',') || t.tenant_id, a.tenant_id) DESC
-    LIMIT 1
-  ) b ON true`;
 
 /**
  * Why this user may not act now, or null when it may. The same rule serves
@@ -64,19 +31,6 @@ export function accountProblem(p: AccountState): string | null {
   if (tenant) return tenant;
   if (p.userDelFlag !== '0') return 'the user has been deleted';
   if (p.userStatus !== '0') return 'the user is disabled';
-  return null;
-}
-
-/** Why nobody of this tenant may act now (it or an ancestor is deleted, disabled or outside its period), or null. */
-export function tenantProblem(p: TenantState): string | null {
-  if (p.blockingTenantId !== null) {
-    const own = p.blockingTenantId === p.tenantId;
-    const which = `${own ? 'the tenant' : `tenant ${p.tenantId}'s ancestor tenant`} ${p.blockingTenantId} "${p.blockingTenantName}"`;
-    if (p.blockingDelFlag !== '0') return `${which} has been deleted`;
-    if (p.blockingStatus !== '0') return `${which} is disabled`;
-    if (p.blockingStartTime !== null && today() < p.blockingStartTime) return `${which}: its service period starts on ${p.blockingStartTime}`;
-    return `${which}: its service period ended on ${p.blockingEndTime}`;
-  }
   return null;
 }
 
