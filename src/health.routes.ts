@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { Sql } from './db/database.js';
 import { AppError } from './core/app.error.js';
 import { responses } from './http/envelope.schema.js';
+import { TIMED_OUT, within } from './core/timeout.js';
 
 const Health = Type.Object({ status: Type.String() }, { $id: 'Health' });
 
@@ -42,17 +43,8 @@ export const healthRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
       },
     },
     async () => {
-      let timer: NodeJS.Timeout | undefined;
-      const silent = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error('no answer')), READY_WITHIN_MS);
-      });
-      try {
-        await Promise.race([sql`SELECT 1`, silent]);
-      } catch {
-        throw new AppError(503, 'Database unavailable');
-      } finally {
-        clearTimeout(timer);
-      }
+      const answer = await within(READY_WITHIN_MS, sql`SELECT 1`).catch(() => TIMED_OUT);
+      if (answer === TIMED_OUT) throw new AppError(503, 'Database unavailable');
       return { status: 'ready' };
     },
   );

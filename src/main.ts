@@ -10,6 +10,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { listenManagement } from './metrics/management.server.js';
 import { parseDatabaseUrl } from './db/url.js';
 import type { Tracing } from './traces/traces.sdk.js';
+import { TIMED_OUT, within } from './core/timeout.js';
 
 /** docs/operations.md#traces: the SDK is imported only when tracing is on. */
 async function startTracing(config: Config): Promise<Tracing | undefined> {
@@ -103,13 +104,8 @@ async function main(): Promise<void> {
     // Out now, not with the batch at exit (app.ts gathers log lines): a supervisor reading the log sees the shutdown
     // begin, and the line cannot be lost with a last write that races the process's end.
     void flushLog(app.log, 1_000);
-    let timer: NodeJS.Timeout | undefined;
-    const cutOff = new Promise<'cut off'>((resolve) => {
-      timer = setTimeout(() => resolve('cut off'), config.shutdownTimeout * 1000);
-    });
     try {
-      const outcome = await Promise.race([app.close().then(() => 'clean' as const), cutOff]);
-      clearTimeout(timer);
+      const outcome = (await within(config.shutdownTimeout * 1000, app.close())) === TIMED_OUT ? 'cut off' : 'clean';
       await management?.close();
       if (outcome === 'cut off') {
         app.log.error({ timeoutSeconds: config.shutdownTimeout }, 'shutdown: requests still running after SHUTDOWN_TIMEOUT were cut off');
@@ -118,9 +114,7 @@ async function main(): Promise<void> {
       // Bounded, and the timer keeps the event loop alive: the embedded database's
       // close can leave nothing pending, and Node would then exit on its own with
       // whatever exit code PGlite set (0) instead of ours.
-      let closeTimer: NodeJS.Timeout | undefined;
-      await Promise.race([db.close(), new Promise((resolve) => (closeTimer = setTimeout(resolve, 10_000)))]);
-      clearTimeout(closeTimer);
+      await within(10_000, db.close());
       // The spans still buffered, including those of the requests that just finished.
       await tracing?.shutdown(5_000);
       app.log.info({ outcome }, 'stopped');

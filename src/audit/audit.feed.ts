@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Sql } from '../db/database.js';
 import { assignPositions, FEED_CHANNEL } from './audit.sql.js';
 import { coalesced } from '../core/coalesced.js';
+import { settledWithin } from '../core/timeout.js';
 
 // How new positions reach readers. After every write request the node runs
 // the sequencer (audit.sql.ts assignPositions) in the background, coalesced:
@@ -28,14 +29,6 @@ function emitterFor(sql: Sql): EventEmitter {
     local.set(sql, emitter);
   }
   return emitter;
-}
-
-/** Waits for `work` at most `ms`; its failure is not ours to report here. */
-export async function within(ms: number, work: Promise<unknown> | null | undefined): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
-  await Promise.race([Promise.resolve(work).catch(() => {}), timeout]);
-  clearTimeout(timer);
 }
 
 export type NotifyMode = 'listen' | 'local';
@@ -98,7 +91,7 @@ export class AuditFeed {
   async close(): Promise<void> {
     this.closed = true;
     if (this.scheduled) clearTimeout(this.scheduled);
-    await within(2000, this.runs.stop());
-    await within(2000, this.unlisten?.());
+    await settledWithin(2000, this.runs.stop());
+    await settledWithin(2000, this.unlisten?.());
   }
 }

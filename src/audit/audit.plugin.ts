@@ -2,7 +2,8 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import type { Sql } from '../db/database.js';
 import type { Caller } from '../identity/caller.js';
-import { AuditFeed, within, type NotifyMode } from './audit.feed.js';
+import { AuditFeed, type NotifyMode } from './audit.feed.js';
+import { settledWithin } from '../core/timeout.js';
 import { auditRoutes } from './audit.routes.js';
 import { purgeAudit } from './audit.sql.js';
 import { auditSwitch } from './audit.record.js';
@@ -69,7 +70,7 @@ export const auditPlugin = fp(
     app.addHook('preClose', async () => streams.close());
     app.addHook('onClose', async () => {
       clearInterval(purgeTimer);
-      await within(2000, purging);
+      await settledWithin(2000, purging);
       await feed.close();
     });
 

@@ -1,4 +1,5 @@
 import type { Database, Sql } from './database.js';
+import { TIMED_OUT, within } from '../core/timeout.js';
 
 /**
  * docs/operations.md#database-waits: at start, a database that is unreachable
@@ -67,14 +68,8 @@ export async function waitForDatabase(
   let delay = 250;
   for (;;) {
     const left = until - performance.now();
-    let timer: NodeJS.Timeout | undefined;
-    const silent = new Promise<{ where: string; err: unknown }>((resolve) => {
-      timer = setTimeout(
-        () => resolve({ where: targets.map(([, where]) => where).join(' and '), err: new Error('no answer') }),
-        Math.max(Math.min(left, ATTEMPT_MS), 0),
-      );
-    });
-    const failure = await Promise.race([probe(targets), silent]).finally(() => clearTimeout(timer));
+    const answer = await within(Math.max(Math.min(left, ATTEMPT_MS), 0), probe(targets));
+    const failure = answer === TIMED_OUT ? { where: targets.map(([, where]) => where).join(' and '), err: new Error('no answer') } : answer;
     if (failure === null) return;
     const { where, err } = failure;
     const code = codeOf(err);

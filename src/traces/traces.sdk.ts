@@ -17,6 +17,7 @@ import fp from 'fastify-plugin';
 import type { Sql } from '../db/database.js';
 import type { TracesConfig } from './traces.config.js';
 import { sqlWithSpans, type SqlTarget } from './sql.spans.js';
+import { settledWithin } from '../core/timeout.js';
 
 // OpenTelemetry traces (docs/operations.md#traces). This module is imported
 // only when tracing is configured (src/main.ts, a dynamic import), so with
@@ -116,9 +117,7 @@ export async function startTracing(config: TracesConfig): Promise<Tracing> {
     plugin,
     withSpans: (sql, target) => sqlWithSpans(sql, tracer, target),
     async shutdown(timeoutMs) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([provider.shutdown().catch(() => {}), new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
-      clearTimeout(timer);
+      await settledWithin(timeoutMs, provider.shutdown());
       // The propagator and context manager were global; nothing else in the process uses them.
       trace.disable();
     },
