@@ -28,7 +28,7 @@ import { healthRoutes } from './health.routes.js';
 import { BODY_LIMIT_BYTES, MAX_PATH_PARAM } from './core/limits.js';
 import { auditPlugin, type AuditOptions } from './audit/audit.plugin.js';
 import { cacheCounts } from './core/cache.counts.js';
-import { installMetrics } from './metrics/metrics.plugin.js';
+import { metricsPlugin } from './metrics/metrics.plugin.js';
 import { webhookPlugin, type WebhookOptions } from './webhooks/webhook.plugin.js';
 import { apiKeyRoutes } from './apikeys/apikey.routes.js';
 import { apiKeyIsLive } from './apikeys/apikey.sql.js';
@@ -129,7 +129,7 @@ export async function buildApp({
 
   // Before the routes, so that its onResponse hook times every one of them (docs/operations.md#metrics).
   const caches = { chartCache: cacheCounts(), sessionCache: cacheCounts() };
-  installMetrics(app, { sql, exchanges, ...caches });
+  await app.register(metricsPlugin, { exchanges, ...caches });
 
   const secret = config.jwtSecret ?? (await sharedJwtSecret(sql, randomBytes(48).toString('base64url')));
   await app.register(authPlugin, { sql, secret, tokenTtl: config.tokenTtl, sessionCacheMs, sessionCacheCounts: caches.sessionCache });

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { INSTALLED, readPatch, ROOT, variant, type Hunk } from './support/driver/variants.js';
 
 // postgres.js is pinned to 3.4.9 and patched at install (patches/, applied by
-// patch-package in npm's postinstall; docs/operations.md#the-database-driver).
+// patch-package in npm's postinstall; docs/architecture.md#choices-we-made).
 // Each change of the patch has a scenario here that provokes the fault it is
 // for, in a child process (tests/support/driver/scenarios.mjs): run on the
 // installed driver it must behave, and run on a copy with that one change

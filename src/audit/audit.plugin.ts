@@ -8,6 +8,7 @@ import { auditRoutes } from './audit.routes.js';
 import { purgeAudit } from './audit.sql.js';
 import { auditSwitch } from './audit.record.js';
 import { AuditStreams, STREAM_DEFAULTS, type StreamOptions } from './audit.stream.js';
+import { auditFeedMetrics } from './audit.metrics.js';
 
 export interface AuditOptions {
   /** Records older than this many days are purged (AUDIT_RETENTION_DAYS). */
@@ -36,8 +37,8 @@ const PURGE_INTERVAL_MS = 6 * 60 * 60 * 1000;
 /**
  * The audit room: its routes under /system/audit-api, the sequencer kick
  * after every write request, the streams (ended before the server closes,
- * so followers never hold up shutdown) and retention (at start, then every
- * six hours).
+ * so followers never hold up shutdown), retention (at start, then every
+ * six hours) and the feed's gauges.
  */
 export const auditPlugin = fp(
   async (app: FastifyInstance, opts: { sql: Sql; listenSql?: Sql; audit?: AuditOptions; sessionIsLive: (viewer: Caller) => Promise<boolean> }) => {
@@ -49,6 +50,7 @@ export const auditPlugin = fp(
     const streams = new AuditStreams(sql, feed, { ...STREAM_DEFAULTS, ...options.stream }, app.log, opts.sessionIsLive);
     app.decorate('auditStreams', streams);
     app.decorate('auditFeed', feed);
+    auditFeedMetrics(app.metrics, sql);
 
     // Records are written with no position; give them one once the request's transaction has committed.
     app.addHook('onResponse', (request, _reply, done) => {
@@ -76,4 +78,6 @@ export const auditPlugin = fp(
 
     await app.register(auditRoutes, { sql, feed, streams, prefix: '/system/audit-api' });
   },
+  // Its gauges go to the metrics' registry; its routes need what every resource's do.
+  { name: 'audit', dependencies: ['@fastify/swagger', 'metrics', 'auth'] },
 );

@@ -1,9 +1,8 @@
+import fp from 'fastify-plugin';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
-import type { Sql } from '../db/database.js';
 import type { ExchangeObserver } from '../db/exchange.observer.js';
 import type { CacheCounts } from '../core/cache.counts.js';
-import { feedBacklog } from '../audit/audit.sql.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -15,14 +14,10 @@ declare module 'fastify' {
 /** The `route` label of a request no route matched: one value, so a scan of random paths cannot grow the series. */
 const UNMATCHED_ROUTE = 'unmatched';
 
-/** A scrape waits this long for the audit feed's numbers, so a database that is down never holds it up. */
-const FEED_READ_WITHIN_MS = 1_000;
-
 /** From half a millisecond (a cached read on a warm connection) to the statement deadline (5 s) and beyond. */
 const QUERY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 export interface MetricsSources {
-  sql: Sql;
   /** The socket watcher's counters of the app's Database (Database.exchanges); without them no db_* series. */
   exchanges?: ExchangeObserver;
   chartCache: CacheCounts;
@@ -31,12 +26,22 @@ export interface MetricsSources {
 
 /**
  * The metrics of one app (docs/operations.md#metrics), in a Registry of its
- * own: tests build many apps in one process. Everything but the request
- * histogram is read when scraped (the database's counters, the caches'
- * counts, the audit feed), so serving requests costs one histogram
- * observation each; the process metrics are added by the management listener.
+ * own (`app.metrics`): tests build many apps in one process. Everything but
+ * the request histogram is read when scraped (the database's counters, the
+ * caches' counts), so serving requests costs one histogram observation each.
+ * The rooms add their own series to the registry (the audit feed, the
+ * webhooks), and the management listener the process metrics. Registered
+ * before the routes, whose plugins name it as a dependency, so that its
+ * onResponse hook times every one of them.
  */
-export function installMetrics(app: FastifyInstance, sources: MetricsSources): void {
+export const metricsPlugin = fp(
+  async (app: FastifyInstance, sources: MetricsSources) => {
+    installMetrics(app, sources);
+  },
+  { name: 'metrics' },
+);
+
+function installMetrics(app: FastifyInstance, sources: MetricsSources): void {
   const registry = new Registry();
   app.decorate('metrics', registry);
 
@@ -50,7 +55,6 @@ export function installMetrics(app: FastifyInstance, sources: MetricsSources): v
   cacheCounters(registry, 'chart', 'department chart (list and tree)', sources.chartCache);
   cacheCounters(registry, 'session', 'session (the per-request token check)', sources.sessionCache);
   if (sources.exchanges) databaseMetrics(app, registry, sources.exchanges);
-  feedMetrics(registry, sources.sql);
 }
 
 /** prom-client's default buckets, which the request histogram has always had. */
@@ -158,45 +162,6 @@ function databaseMetrics(app: FastifyInstance, registry: Registry, observer: Exc
     collect() {
       this.set({ state: 'busy' }, observer.busy);
       this.set({ state: 'idle' }, observer.open - observer.busy);
-    },
-  });
-}
-
-/**
- * One query per scrape for both gauges, shared by scrapes that overlap, and
- * bounded: without an answer within FEED_READ_WITHIN_MS both read NaN (the
- * database's state shows in /readyz and the 503s).
- */
-function feedMetrics(registry: Registry, sql: Sql): void {
-  let reading: Promise<{ unsequenced: number; lastPosition: number } | undefined> | undefined;
-  const read = () =>
-    (reading ??= new Promise<{ unsequenced: number; lastPosition: number } | undefined>((resolve) => {
-      const timer = setTimeout(() => resolve(undefined), FEED_READ_WITHIN_MS);
-      feedBacklog(sql).then(
-        (backlog) => {
-          clearTimeout(timer);
-          resolve(backlog);
-        },
-        () => {
-          clearTimeout(timer);
-          resolve(undefined);
-        },
-      );
-    }).finally(() => (reading = undefined)));
-  new Gauge({
-    name: 'audit_feed_unsequenced_records',
-    help: 'Audit records committed and not yet given a feed position (NaN: the database did not answer)',
-    registers: [registry],
-    async collect() {
-      this.set((await read())?.unsequenced ?? NaN);
-    },
-  });
-  new Gauge({
-    name: 'audit_feed_last_position',
-    help: 'The last position the audit feed handed out (NaN: the database did not answer)',
-    registers: [registry],
-    async collect() {
-      this.set((await read())?.lastPosition ?? NaN);
     },
   });
 }
