@@ -1,4 +1,3 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Sql } from '../db/database.js';
 import { transaction } from '../db/retry.js';
@@ -10,18 +9,19 @@ import { requestActor } from '../identity/caller.js';
 import { ApiKey, ApiKeyCreate, ApiKeyCreated, ApiKeyPage, ApiKeyPageQuery } from './apikey.schema.js';
 import { createApiKey, getApiKey, listApiKeys, revokeApiKey } from './apikey.sql.js';
 import { newApiKey } from './apikey.token.js';
+import { routesPlugin } from '../http/routes.plugin.js';
 
 const tags = ['api keys'];
 
 /** /system/apikey-api: the caller's tenant's API keys (docs/security.md#api-keys). Admins only. */
-export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, { sql }) => {
+export const apiKeyRoutes = routesPlugin<{ sql: Sql }>('apikey-routes', async (app, { sql }) => {
   for (const schema of [ApiKey, ApiKeyCreate, ApiKeyCreated]) app.addSchema(schema);
   const keyId = (raw: string) => parseId(raw, 'API key');
 
   app.post(
     '/',
     {
-      config: { permission: 'system:apikey:add' },
+      config: { permission: 'system:apikey:add', changesAccess: true },
       schema: {
         operationId: 'createApiKey',
         summary: 'Create an API key for your tenant',
@@ -79,7 +79,7 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
   app.delete(
     '/:id',
     {
-      config: { permission: 'system:apikey:remove' },
+      config: { permission: 'system:apikey:remove', changesAccess: true },
       schema: {
         operationId: 'revokeApiKey',
         summary: 'Revoke an API key',
@@ -94,4 +94,4 @@ export const apiKeyRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
       return null;
     },
   );
-};
+});

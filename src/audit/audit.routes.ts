@@ -1,4 +1,3 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Sql } from '../db/database.js';
 import { assert } from '../core/app.error.js';
@@ -7,6 +6,7 @@ import type { AuditFeed } from './audit.feed.js';
 import { AuditPage, AuditListQuery, AuditRecord, ChangesPage, ChangesQuery, StreamQuery } from './audit.schema.js';
 import { changesAfter, listAudit } from './audit.sql.js';
 import type { AuditStreams } from './audit.stream.js';
+import { routesPlugin } from '../http/routes.plugin.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -19,7 +19,7 @@ const tags = ['audit'];
 const AUDIT_ERRORS = [400, 401, 403] as const;
 
 /** /system/audit-api: the audit trail, its cursor feed and its live stream. Admins only. */
-export const auditRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; feed: AuditFeed; streams: AuditStreams }> = async (app, { sql, feed, streams }) => {
+export const auditRoutes = routesPlugin<{ sql: Sql; feed: AuditFeed; streams: AuditStreams }>('audit-routes', async (app, { sql, feed, streams }) => {
   app.addSchema(AuditRecord);
 
   app.get(
@@ -87,4 +87,4 @@ export const auditRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; feed: AuditFeed;
       return reply;
     },
   );
-};
+});

@@ -1,4 +1,3 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Sql } from '../db/database.js';
 import { RefTo } from '../core/common.schema.js';
@@ -9,13 +8,14 @@ import { login, logout, me } from './auth.service.js';
 import { requestActor, type Caller } from '../identity/caller.js';
 import { assert } from '../core/app.error.js';
 import { transaction } from '../db/retry.js';
+import { routesPlugin } from '../http/routes.plugin.js';
 
 /** The routes about a signed-in person's own session answer an API key 403: it has neither a user nor a session. */
 function refuseApiKey(caller: Caller, why: string): void {
   assert(caller.apiKeyId === undefined, 403, `Not for API keys: ${why}`);
 }
 
-export const authRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; tokenTtl: number }> = async (app, { sql, tokenTtl }) => {
+export const authRoutes = routesPlugin<{ sql: Sql; tokenTtl: number }>('auth-routes', async (app, { sql, tokenTtl }) => {
   for (const schema of [LoginBody, LoginResult, Me]) app.addSchema(schema);
   app.post(
     '/auth/login',
@@ -39,7 +39,10 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; tokenTtl: number 
 
   app.post(
     '/auth/logout',
-    { schema: { operationId: 'logout', summary: 'Log out: revoke this token', tags: ['auth'], response: responses(Type.Null(), AUTHED) } },
+    {
+      config: { changesAccess: true },
+      schema: { operationId: 'logout', summary: 'Log out: revoke this token', tags: ['auth'], response: responses(Type.Null(), AUTHED) },
+    },
     async (request) => {
       refuseApiKey(request.caller, 'an API key has no session to end; revoke it with DELETE /system/apikey-api/{id}');
       await transaction(sql, (tx) => logout(tx, requestActor(request)));
@@ -59,4 +62,4 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ sql: Sql; tokenTtl: number 
       permissions: [...PERMISSIONS[request.caller.role]],
     };
   });
-};
+});

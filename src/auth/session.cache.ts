@@ -3,7 +3,8 @@
  * generic over what that read returns. docs/security.md#sign-in-and-sessions allows another node 5 s
  * to refuse a revoked token, so an entry lives at most `ttlMs` (2 s by
  * default); the node where a logout, user or tenant write happens clears the
- * whole cache at once (authPlugin's onSend hook, or clear() from code).
+ * whole cache at once (authPlugin's onSend hook, for every route that
+ * declares `changesAccess`, or clear() from code).
  * Rules evaluated against the clock (the tenant's service period) are not
  * cached: the caller checks them on every request.
  */
@@ -64,14 +65,4 @@ export function createSessionCache<T>(ttlMs = SESSION_CACHE_MS, now: () => numbe
       loading.clear();
     },
   };
-}
-
-/** Paths whose successful writes may change who is allowed in: logout, password, users, tenants, API keys, SCIM's users. */
-const AUTH_WRITE_PREFIXES = ['/auth', '/system/user-api', '/system/tenant-api', '/system/apikey-api', '/scim/v2'];
-
-export function isAuthRelevantWrite(method: string, url: string, status: number): boolean {
-  if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || status >= 400) return false;
-  // A login only opens a new session; nothing cached becomes wrong.
-  if (url === '/auth/login' || url.startsWith('/auth/login?')) return false;
-  return AUTH_WRITE_PREFIXES.some((prefix) => url === prefix || url.startsWith(`${prefix}/`) || url.startsWith(`${prefix}?`));
 }

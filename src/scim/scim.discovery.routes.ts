@@ -1,10 +1,10 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
 import { ScimError, shown } from './scim.error.js';
 import { sendScim } from './scim.reply.js';
 import { listResponse } from './scim.resource.js';
 import { byId, resourceTypes, schemas, serviceProviderConfig } from './scim.discovery.js';
+import { routesPlugin } from '../http/routes.plugin.js';
 
 // /scim/v2/ServiceProviderConfig, /ResourceTypes and /Schemas
 // (docs/scim.md#discovery): what the service supports, for a provider to read
@@ -26,7 +26,7 @@ function refuseFilter(query: Static<typeof DiscoveryQuery>): void {
   }
 }
 
-export const scimDiscoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
+export const scimDiscoveryRoutes = routesPlugin('scim-discovery-routes', async (app) => {
   const base = (request: FastifyRequest) => `${request.protocol}://${request.host}/scim/v2`;
   const params = Type.Object({ id: Type.String() });
 
@@ -60,4 +60,4 @@ export const scimDiscoveryRoutes: FastifyPluginAsyncTypebox = async (app) => {
     if (!found) throw new ScimError(404, undefined, `Schema ${shown(id)} not found`);
     return sendScim(reply, 200, found);
   });
-};
+});

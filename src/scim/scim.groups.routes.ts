@@ -1,4 +1,3 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Sql } from '../db/database.js';
 import { transaction } from '../db/retry.js';
@@ -15,6 +14,7 @@ import { listResponse, startIndexAndCount, project, scimId } from './scim.resour
 import { createScimGroup, deleteScimGroup, findScimGroups, getScimGroup, patchScimGroup, type ScimGroupRow } from './scim.group.sql.js';
 import { checkGroupState, DEPT_EXTENSION, groupFromBody, GROUP_SCHEMA } from './scim.group.state.js';
 import { applyGroupPatch } from './scim.group.patch.js';
+import { routesPlugin } from '../http/routes.plugin.js';
 
 // /scim/v2/Groups (docs/scim.md#groups): the tenant's departments, for the
 // key's tenant only; writes through the department and user write paths
@@ -47,7 +47,7 @@ function groupResource(row: ScimGroupRow, base: string) {
   };
 }
 
-export const scimGroupRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, { sql }) => {
+export const scimGroupRoutes = routesPlugin<{ sql: Sql }>('scim-group-routes', async (app, { sql }) => {
   const base = (request: FastifyRequest) => `${request.protocol}://${request.host}/scim/v2`;
   /** Answers the group as it is now, with its ETag, shaped by the query's `attributes`. */
   const answer = async (request: FastifyRequest, reply: FastifyReply, query: ListQuery, id: number, status: number) => {
@@ -85,7 +85,7 @@ export const scimGroupRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (a
 
   app.post(
     '/Groups',
-    { config: { permission: 'system:dept:add' }, schema: { body: ResourceBody, querystring: ListQuery } },
+    { config: { permission: 'system:dept:add', changesAccess: true }, schema: { body: ResourceBody, querystring: ListQuery } },
     async (request, reply) => {
       const state = checkGroupState(groupFromBody(request.body));
       const id = await transaction(sql, (tx) => createScimGroup(tx, requestActor(request), state));
@@ -95,7 +95,10 @@ export const scimGroupRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (a
 
   app.put(
     '/Groups/:id',
-    { config: { permission: 'system:dept:edit' }, schema: { params: WriteIdParams, body: ResourceBody, querystring: ListQuery } },
+    {
+      config: { permission: 'system:dept:edit', changesAccess: true },
+      schema: { params: WriteIdParams, body: ResourceBody, querystring: ListQuery },
+    },
     async (request, reply) => {
       const id = scimId(request.params.id, 'Group');
       const state = checkGroupState(groupFromBody(request.body));
@@ -106,7 +109,7 @@ export const scimGroupRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (a
 
   app.patch(
     '/Groups/:id',
-    { config: { permission: 'system:dept:edit' }, schema: { params: WriteIdParams, body: PatchBody, querystring: ListQuery } },
+    { config: { permission: 'system:dept:edit', changesAccess: true }, schema: { params: WriteIdParams, body: PatchBody, querystring: ListQuery } },
     async (request, reply) => {
       const id = scimId(request.params.id, 'Group');
       const operations = request.body.Operations;
@@ -117,9 +120,13 @@ export const scimGroupRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (a
     },
   );
 
-  app.delete('/Groups/:id', { config: { permission: 'system:dept:remove' }, schema: { params: WriteIdParams } }, async (request, reply) => {
-    const id = scimId(request.params.id, 'Group');
-    await transaction(sql, (tx) => deleteScimGroup(tx, requestActor(request), id, ifMatchOf(request)));
-    return reply.code(204).send();
-  });
-};
+  app.delete(
+    '/Groups/:id',
+    { config: { permission: 'system:dept:remove', changesAccess: true }, schema: { params: WriteIdParams } },
+    async (request, reply) => {
+      const id = scimId(request.params.id, 'Group');
+      await transaction(sql, (tx) => deleteScimGroup(tx, requestActor(request), id, ifMatchOf(request)));
+      return reply.code(204).send();
+    },
+  );
+});

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError } from 'fastify';
 import type { Sql } from '../db/database.js';
 import { addJsonParser } from '../http/json.parser.js';
 import { classify } from '../http/error.handler.js';
@@ -9,6 +9,7 @@ import { SCIM_MEDIA_TYPE, sendScim } from './scim.reply.js';
 import { scimDiscoveryRoutes } from './scim.discovery.routes.js';
 import { scimUserRoutes } from './scim.users.routes.js';
 import { scimGroupRoutes } from './scim.groups.routes.js';
+import { routesPlugin } from '../http/routes.plugin.js';
 
 // SCIM 2.0 (RFC 7643, RFC 7644) at /scim/v2, for identity providers
 // (docs/scim.md). Everything SCIM speaks differently from the rest of the API
@@ -40,7 +41,7 @@ function asScim(error: FastifyError | Error, status: number, detail: string): { 
   return { status: 400, scimType: 'invalidValue' };
 }
 
-export async function scimPlugin(app: FastifyInstance, { sql }: { sql: Sql }): Promise<void> {
+export const scimPlugin = routesPlugin<{ sql: Sql }>('scim', async (app, { sql }) => {
   // Bodies may be sent as application/scim+json (RFC 7644 §3.1) or plain JSON; both parse alike.
   addJsonParser(app, SCIM_MEDIA_TYPE);
 
@@ -85,7 +86,7 @@ export async function scimPlugin(app: FastifyInstance, { sql }: { sql: Sql }): P
   app.setNotFoundHandler(async (request, reply) =>
     sendScim(reply, 404, scimError(404, undefined, `No SCIM endpoint ${request.method} ${request.url.split('?')[0]}`)),
   );
-}
+});
 
 function scimError(status: number, scimType: string | undefined, detail: string) {
   return { schemas: [ERROR_SCHEMA], status: String(status), ...(scimType ? { scimType } : {}), detail };

@@ -1,4 +1,3 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Sql } from '../db/database.js';
 import { transaction } from '../db/retry.js';
@@ -15,6 +14,7 @@ import { applyUserPatch } from './scim.user.patch.js';
 import { IdParams, ListQuery, PatchBody, ResourceBody, WriteIdParams } from './scim.schema.js';
 import { matchesIfNoneMatch } from '../core/version.js';
 import { listResponse, startIndexAndCount, project, scimId } from './scim.resource.js';
+import { routesPlugin } from '../http/routes.plugin.js';
 
 // /scim/v2/Users (docs/scim.md#users): the tenant's users, for the key's
 // tenant only. Every write goes through the REST API's write paths
@@ -49,7 +49,7 @@ function userResource(row: ScimUserRow, base: string) {
   };
 }
 
-export const scimUserRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, { sql }) => {
+export const scimUserRoutes = routesPlugin<{ sql: Sql }>('scim-user-routes', async (app, { sql }) => {
   const base = (request: FastifyRequest) => `${request.protocol}://${request.host}/scim/v2`;
   const found = async (request: FastifyRequest, id: number) => {
     const row = await getScimUser(sql, request.caller.tenantId, id);
@@ -87,7 +87,7 @@ export const scimUserRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (ap
 
   app.post(
     '/Users',
-    { config: { permission: 'system:user:add' }, schema: { body: ResourceBody, querystring: ListQuery } },
+    { config: { permission: 'system:user:add', changesAccess: true }, schema: { body: ResourceBody, querystring: ListQuery } },
     async (request, reply) => {
       const state = checkUserState(stateFromBody(request.body));
       const id = await transaction(sql, (tx) => createScimUser(tx, requestActor(request), state));
@@ -97,7 +97,10 @@ export const scimUserRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (ap
 
   app.put(
     '/Users/:id',
-    { config: { permission: 'system:user:edit' }, schema: { params: WriteIdParams, body: ResourceBody, querystring: ListQuery } },
+    {
+      config: { permission: 'system:user:edit', changesAccess: true },
+      schema: { params: WriteIdParams, body: ResourceBody, querystring: ListQuery },
+    },
     async (request, reply) => {
       const id = scimId(request.params.id, 'User');
       const state = checkUserState(stateFromBody(request.body));
@@ -108,7 +111,7 @@ export const scimUserRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (ap
 
   app.patch(
     '/Users/:id',
-    { config: { permission: 'system:user:edit' }, schema: { params: WriteIdParams, body: PatchBody, querystring: ListQuery } },
+    { config: { permission: 'system:user:edit', changesAccess: true }, schema: { params: WriteIdParams, body: PatchBody, querystring: ListQuery } },
     async (request, reply) => {
       const id = scimId(request.params.id, 'User');
       const operations = request.body.Operations;
@@ -119,9 +122,13 @@ export const scimUserRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (ap
     },
   );
 
-  app.delete('/Users/:id', { config: { permission: 'system:user:remove' }, schema: { params: WriteIdParams } }, async (request, reply) => {
-    const id = scimId(request.params.id, 'User');
-    await transaction(sql, (tx) => deleteScimUser(tx, requestActor(request), id, ifMatchOf(request)));
-    return reply.code(204).send();
-  });
-};
+  app.delete(
+    '/Users/:id',
+    { config: { permission: 'system:user:remove', changesAccess: true }, schema: { params: WriteIdParams } },
+    async (request, reply) => {
+      const id = scimId(request.params.id, 'User');
+      await transaction(sql, (tx) => deleteScimUser(tx, requestActor(request), id, ifMatchOf(request)));
+      return reply.code(204).send();
+    },
+  );
+});

@@ -1,4 +1,3 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Sql } from '../db/database.js';
 import { assert } from '../core/app.error.js';
@@ -9,17 +8,18 @@ import { requestActor } from '../identity/caller.js';
 import { etagOf, ifMatchOf } from '../core/version.js';
 import { createTenant, deleteTenant, getTenant, listTenants, updateTenant } from './tenant.sql.js';
 import { transaction } from '../db/retry.js';
+import { routesPlugin } from '../http/routes.plugin.js';
 
 const tags = ['tenants'];
 
 /** /system/tenant-api: the caller's tenant and the tenants below it. */
-export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, { sql }) => {
+export const tenantRoutes = routesPlugin<{ sql: Sql }>('tenant-routes', async (app, { sql }) => {
   for (const schema of [PackageBo, QuotaBo, RuleBo, Tenant, TenantCreate, TenantUpdate, TenantPage]) app.addSchema(schema);
 
   app.post(
     '/',
     {
-      config: { permission: 'system:tenant:add' },
+      config: { permission: 'system:tenant:add', changesAccess: true },
       schema: {
         operationId: 'createTenant',
         summary: 'Create a child tenant',
@@ -39,7 +39,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
   app.put(
     '/',
     {
-      config: { permission: 'system:tenant:edit' },
+      config: { permission: 'system:tenant:edit', changesAccess: true },
       schema: {
         operationId: 'updateTenant',
         summary: 'Replace a tenant',
@@ -93,7 +93,7 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
   app.delete(
     '/:id',
     {
-      config: { permission: 'system:tenant:remove' },
+      config: { permission: 'system:tenant:remove', changesAccess: true },
       schema: {
         operationId: 'deleteTenant',
         summary: 'Delete a tenant (logically)',
@@ -107,4 +107,4 @@ export const tenantRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app,
       return null;
     },
   );
-};
+});

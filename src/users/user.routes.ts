@@ -1,4 +1,3 @@
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { Sql } from '../db/database.js';
 import { assert } from '../core/app.error.js';
@@ -10,17 +9,18 @@ import { assertIfMatchFits, etagOf, ifMatchOf } from '../core/version.js';
 import { User, UserCreate, UserListQuery, UserUpdate } from './user.schema.js';
 import { createUser, deleteUsers, getUser, listUsers, updateUser } from './user.sql.js';
 import { transaction } from '../db/retry.js';
+import { routesPlugin } from '../http/routes.plugin.js';
 
 const tags = ['users'];
 
 /** /system/user-api: accounts of the caller's own tenant, managed by its admins. */
-export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, { sql }) => {
+export const userRoutes = routesPlugin<{ sql: Sql }>('user-routes', async (app, { sql }) => {
   for (const schema of [User, UserCreate, UserUpdate]) app.addSchema(schema);
 
   app.post(
     '/',
     {
-      config: { permission: 'system:user:add' },
+      config: { permission: 'system:user:add', changesAccess: true },
       schema: {
         operationId: 'createUser',
         summary: 'Create a user in your tenant',
@@ -39,7 +39,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
   app.put(
     '/',
     {
-      config: { permission: 'system:user:edit' },
+      config: { permission: 'system:user:edit', changesAccess: true },
       schema: {
         operationId: 'updateUser',
         summary: 'Replace a user',
@@ -88,7 +88,7 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
   app.delete(
     '/:ids',
     {
-      config: { permission: 'system:user:remove' },
+      config: { permission: 'system:user:remove', changesAccess: true },
       schema: {
         operationId: 'deleteUsers',
         summary: 'Delete one user or several (comma-separated ids, all or nothing)',
@@ -104,4 +104,4 @@ export const userRoutes: FastifyPluginAsyncTypebox<{ sql: Sql }> = async (app, {
       return null;
     },
   );
-};
+});
