@@ -14,7 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import postgres from 'postgres';
-import { anyFreePort, startService, stopAll, waitReady } from './harness/processes.js';
+import { anyFreePort, cleanupOnInterrupt, startService, stopAll, waitReady } from './harness/processes.js';
 import { inTurn, summary } from './harness/stats.js';
 import { readsOf } from './scale/reads.js';
 import { AUDIT, createDatabase, DEPTS, TENANTS } from './scale/seed.js';
@@ -31,6 +31,11 @@ export async function scale(): Promise<void> {
   );
   const admin = postgres(base, { max: 1, onnotice: () => {} });
   const made: string[] = [];
+  const drop = async () => {
+    if (process.env.BENCH_SCALE_KEEP === '1') console.log(`kept: ${made.join(', ')}`);
+    else for (const name of made.splice(0)) await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  };
+  cleanupOnInterrupt(drop);
   try {
     const empty = await createDatabase(admin, base, 'empty', false, made);
     const big = await createDatabase(admin, base, 'scale', true, made);
@@ -65,8 +70,7 @@ export async function scale(): Promise<void> {
     }
   } finally {
     await stopAll();
-    if (process.env.BENCH_SCALE_KEEP === '1') console.log(`kept: ${made.join(', ')}`);
-    else for (const name of made) await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await drop();
     await admin.end();
   }
 }
