@@ -1,52 +1,24 @@
-// npm run bench: measures the department hot paths through the real HTTP
-// stack (app.inject) on a fresh database: DATABASE_URL's server when set,
-// else the embedded PGlite. Prints figures; asserts only correctness.
+// `npm run bench` (no mode, or `latency`): the department hot paths through
+// the real HTTP stack (app.inject) on a fresh database: DATABASE_URL's
+// server when set, else the embedded PGlite (bench/harness/inprocess.ts).
+// Prints figures; asserts only correctness.
 //
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm run bench
 //   BENCH_SUBTREE=10000 BENCH_REQUESTS=2000 npm run bench
-//
-// `npm run bench -- load`, `-- big` and `-- writes` run the service as a
-// process against a bare-stack baseline instead (bench/load.bench.ts);
-// `npm run bench -- webhooks` measures webhook delivery (bench/webhooks.bench.ts);
-// `npm run bench -- scale` reads across 10,000 tenants beside a near-empty
-// database (bench/scale.bench.ts).
 
 import { performance } from 'node:perf_hooks';
-import { buildApp } from '../src/app.js';
-import { bootstrap } from '../src/bootstrap.js';
-import { openEmbedded, type Database } from '../src/db/database.js';
-import { migrate } from '../src/db/migrate.js';
-import { openFreshPostgres } from '../tests/support/fresh-postgres.js';
-import { auditSwitch } from '../src/audit/audit.record.js';
+import { openInProcess, type InProcess } from './harness/inprocess.js';
+import { inTurn, percentile, versus } from './harness/stats.js';
 
 const SUBTREE = Number(process.env.BENCH_SUBTREE ?? 10_000);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2_000);
-const PASSWORD = 'bench-password-1';
 
-async function freshDatabase(): Promise<Database> {
-  const url = process.env.DATABASE_URL;
-  return url ? openFreshPostgres(url, 'bench', 10) : openEmbedded(undefined);
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-async function main() {
-  const db = await freshDatabase();
-  await migrate(db.sql);
-  await bootstrap(db.sql, PASSWORD);
-  const app = await buildApp({ sql: db.sql, config: { jwtSecret: undefined, tokenTtl: 3600, logLevel: 'silent' }, logger: false });
-  await app.ready();
-  const call = async (method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, payload?: object, token?: string) => {
-    const res = await app.inject({ method, url, payload, headers: token ? { authorization: `Bearer ${token}` } : {} });
-    if (res.statusCode !== 200) throw new Error(`${method} ${url}: ${res.statusCode} ${res.body}`);
-    return res;
-  };
-  const token = (await call('POST', '/auth/login', { tenantId: '000000', username: 'admin', password: PASSWORD })).json().data.access_token;
+export async function latency(): Promise<void> {
+  const bench = await openInProcess('bench');
+  const { db, call } = bench;
   const created = async (deptName: string, parentId: number) =>
     Number(
-      String((await call('POST', '/system/dept-api', { parentId, deptName }, token)).headers.location)
+      String((await call('POST', '/system/dept-api', { parentId, deptName })).headers.location)
         .split('/')
         .pop(),
     );
@@ -72,16 +44,14 @@ async function main() {
   const size = sized!.size;
   console.log(`subtree built: ${size + 1} departments (including its root) in ${(performance.now() - t0).toFixed(0)} ms`);
 
-  const moves: number[] = [];
   for (const [parentId, label] of [
     [target, 'under Target'],
     [0, 'back to top level'],
     [target, 'under Target again'],
   ] as const) {
     const start = performance.now();
-    await call('PUT', '/system/dept-api', { deptId: moving, parentId, deptName: 'Moving' }, token);
+    await call('PUT', '/system/dept-api', { deptId: moving, parentId, deptName: 'Moving' });
     const ms = performance.now() - start;
-    moves.push(ms);
     const expectedPrefix = parentId === 0 ? `0,${moving}` : `0,${target},${moving}`;
     const [check] = await db.sql<{ wrong: number; total: number }[]>`
       WITH RECURSIVE sub AS (
@@ -94,7 +64,7 @@ async function main() {
   }
 
   // Request latency of the common calls, one at a time.
-  const latency = async (label: string, fn: (i: number) => Promise<unknown>) => {
+  const timed = async (label: string, fn: (i: number) => Promise<unknown>) => {
     const times: number[] = [];
     const start = performance.now();
     for (let i = 0; i < REQUESTS; i++) {
@@ -110,84 +80,65 @@ async function main() {
     );
   };
   const leaf = await created('Leaf parent', 0);
-  await latency('POST /system/dept-api', (i) => call('POST', '/system/dept-api', { parentId: leaf, deptName: `L${i}` }, token));
-  await latency('GET /system/dept-api/{id}', () => call('GET', `/system/dept-api/${leaf}`, undefined, token));
-  await latency('PUT (rename, no move)', (i) => call('PUT', '/system/dept-api', { deptId: leaf, parentId: 0, deptName: `Leaf parent ${i}` }, token));
+  await timed('POST /system/dept-api', (i) => call('POST', '/system/dept-api', { parentId: leaf, deptName: `L${i}` }));
+  await timed('GET /system/dept-api/{id}', () => call('GET', `/system/dept-api/${leaf}`));
+  await timed('PUT (rename, no move)', (i) => call('PUT', '/system/dept-api', { deptId: leaf, parentId: 0, deptName: `Leaf parent ${i}` }));
   const listStart = performance.now();
-  const list = (await call('GET', '/system/dept-api/list', undefined, token)).json().data.length;
+  const list = (await call('GET', '/system/dept-api/list')).json().data.length;
   console.log(`GET /system/dept-api/list of ${list} departments: ${(performance.now() - listStart).toFixed(0)} ms`);
   const treeStart = performance.now();
-  await call('GET', '/system/dept-api/tree', undefined, token);
+  await call('GET', '/system/dept-api/tree');
   console.log(`GET /system/dept-api/tree of ${list} departments: ${(performance.now() - treeStart).toFixed(0)} ms`);
 
-  // What the audit trail adds to create and update: the same requests with
-  // the record write (and the sequencer run after the response) switched
-  // on and off, in alternating rounds so drift on a shared machine hits
-  // both sides alike. The switch exists for this measurement only.
+  await auditCost(bench, await created('Audit cost', 0), await created('Audit rename', 0));
+
+  const mem = process.memoryUsage();
+  console.log(`memory: rss ${(mem.rss / 2 ** 20).toFixed(0)} MiB, heap used ${(mem.heapUsed / 2 ** 20).toFixed(0)} MiB`);
+  await bench.close();
+}
+
+/**
+ * What storing the audit record adds to a create and an update: the same
+ * requests with the records stored, and with them dropped by the database
+ * before they are stored (a BEFORE INSERT trigger the bench adds to
+ * `audit_log`, enabled only in the rounds without), in alternating rounds so
+ * drift on a shared machine hits both sides alike. Both sides build the
+ * record in the write's statement and run the sequencer after the response;
+ * the difference is the record's row and index entries and its positioning.
+ */
+async function auditCost({ db, call }: InProcess, parentId: number, renamed: number): Promise<void> {
+  await db.sql`CREATE FUNCTION bench_audit_dropped() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`;
+  await db.sql`CREATE TRIGGER bench_audit_dropped BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION bench_audit_dropped()`;
+  const stored = (on: boolean) =>
+    on ? db.sql`ALTER TABLE audit_log DISABLE TRIGGER bench_audit_dropped` : db.sql`ALTER TABLE audit_log ENABLE TRIGGER bench_audit_dropped`;
   const ROUNDS = 8;
   const PER_ROUND = Math.max(50, Math.floor(REQUESTS / 8));
   const samples = { on: { create: [] as number[], update: [] as number[] }, off: { create: [] as number[], update: [] as number[] } };
-  const auditParent = await created('Audit cost', 0);
-  const renamed = await created('Audit rename', 0);
+  const records = async () => (await db.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM audit_log`)[0]!.n;
+  const before = await records();
   let n = 0;
   for (let round = 0; round < ROUNDS; round++) {
-    for (const mode of round % 2 === 0 ? (['on', 'off'] as const) : (['off', 'on'] as const)) {
-      auditSwitch.enabled = mode === 'on';
+    for (const mode of inTurn(round, ['on', 'off'] as const)) {
+      await stored(mode === 'on');
       for (let i = 0; i < PER_ROUND; i++) {
         n++;
         let s = performance.now();
-        await call('POST', '/system/dept-api', { parentId: auditParent, deptName: `A${n}` }, token);
+        await call('POST', '/system/dept-api', { parentId, deptName: `A${n}` });
         samples[mode].create.push(performance.now() - s);
         s = performance.now();
-        await call('PUT', '/system/dept-api', { deptId: renamed, parentId: 0, deptName: `Audit rename ${n}` }, token);
+        await call('PUT', '/system/dept-api', { deptId: renamed, parentId: 0, deptName: `Audit rename ${n}` });
         samples[mode].update.push(performance.now() - s);
       }
     }
   }
-  auditSwitch.enabled = true;
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  await stored(true);
+  // One record per write of the rounds with them stored, none from the others.
+  const recorded = (await records()) - before;
+  if (recorded !== samples.on.create.length + samples.on.update.length) throw new Error(`audit cost: ${recorded} records stored`);
   for (const op of ['create', 'update'] as const) {
-    const on = [...samples.on[op]].sort((a, b) => a - b);
-    const off = [...samples.off[op]].sort((a, b) => a - b);
-    const pct = (a: number, b: number) => `${(((a - b) / b) * 100).toFixed(1)}%`;
     console.log(
-      `audit cost, ${op.padEnd(6)} ${on.length}+${off.length} requests: ` +
-        `p50 ${percentile(on, 50).toFixed(2)} vs ${percentile(off, 50).toFixed(2)} ms (${pct(percentile(on, 50), percentile(off, 50))}), ` +
-        `mean ${mean(on).toFixed(2)} vs ${mean(off).toFixed(2)} ms (${pct(mean(on), mean(off))}) with vs without audit`,
+      `audit cost, ${op.padEnd(6)} ${samples.on[op].length}+${samples.off[op].length} requests: ` +
+        `${versus(samples.on[op], samples.off[op])} with vs without the record stored`,
     );
   }
-
-  const mem = process.memoryUsage();
-  console.log(`memory: rss ${(mem.rss / 2 ** 20).toFixed(0)} MiB, heap used ${(mem.heapUsed / 2 ** 20).toFixed(0)} MiB`);
-  await app.close();
-  await db.close();
 }
-
-const mode = process.argv[2];
-const run = async () => {
-  if (mode === undefined || mode === 'latency') return main();
-  if (mode === 'webhooks') return (await import('./webhooks.bench.js')).webhooks();
-  if (mode !== 'load' && mode !== 'big' && mode !== 'writes' && mode !== 'scale')
-    throw new Error(`unknown bench mode "${mode}": use latency, load, big, writes, scale or webhooks`);
-  const harness = await import('./load.bench.js');
-  await harness.buildService();
-  if (mode === 'scale') return (await import('./scale.bench.js')).scale();
-  await harness[mode]();
-};
-
-// A run whose event loop empties before it finishes (a promise nothing keeps
-// alive) would otherwise end with code 0 and no figures: make that a failure.
-let finished = false;
-process.on('exit', (code) => {
-  if (!finished && code === 0) {
-    console.error('bench: ended before it finished (the event loop emptied); no figures');
-    process.exitCode = 1;
-  }
-});
-
-run()
-  .then(() => (finished = true))
-  .catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });

@@ -12,65 +12,54 @@
 //    rounds; delivery runs off the request, so the difference is the CPU it
 //    takes from the same process.
 
-import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import { buildApp } from '../src/app.js';
-import { bootstrap } from '../src/bootstrap.js';
-import { openEmbedded, type Database } from '../src/db/database.js';
-import { migrate } from '../src/db/migrate.js';
 import { parseAllowedCidrs } from '../src/webhooks/webhook.address.js';
-import { openFreshPostgres } from '../tests/support/fresh-postgres.js';
+import { openInProcess } from './harness/inprocess.js';
+import { anyFreePort, start, stopAll, waitReady } from './harness/processes.js';
+import { inTurn, versus } from './harness/stats.js';
 
 const SHORT = process.env.BENCH_SHORT === '1';
 const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? (SHORT ? 300 : 5_000));
 const ENDPOINTS = Number(process.env.BENCH_WEBHOOK_ENDPOINTS ?? 8);
 const WRITES = Number(process.env.BENCH_WEBHOOK_WRITES ?? (SHORT ? 100 : 1_000));
-const PASSWORD = 'bench-password-1';
 
-/** A receiver answering 204 at once, printing its port. */
+/** A receiver answering 204 at once, on the PORT it is given. */
 const RECEIVER = `
-  const server = require('node:http').createServer((req, res) => { req.resume(); req.on('end', () => res.writeHead(204).end()); });
-  server.listen(0, '127.0.0.1', () => console.log(server.address().port));`;
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+  require('node:http')
+    .createServer((req, res) => { req.resume(); req.on('end', () => res.writeHead(204).end()); })
+    .listen(Number(process.env.PORT), process.env.HOST);`;
 
 export async function webhooks(): Promise<void> {
-  const url = process.env.DATABASE_URL;
-  const db: Database = url ? await openFreshPostgres(url, 'bench_webhooks', 10) : await openEmbedded(undefined);
-  await migrate(db.sql);
-  await bootstrap(db.sql, PASSWORD);
   // The receiver is a process of its own, as it would be in production: its CPU is not the service's.
-  const receiver = spawn(process.execPath, ['-e', RECEIVER], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    receiver.stdout.once('data', (line: Buffer) => resolve(Number(line.toString().trim())));
-    receiver.once('exit', (code) => reject(new Error(`receiver exited with ${code}`)));
+  const receiver = start('receiver', ['-e', RECEIVER], await anyFreePort(), {});
+  try {
+    await waitReady(receiver, '/');
+    await measure(`http://127.0.0.1:${receiver.port}/hook`);
+  } finally {
+    await stopAll();
+  }
+}
+
+async function measure(target: string): Promise<void> {
+  const bench = await openInProcess('bench_webhooks', {
+    allowed: parseAllowedCidrs('127.0.0.0/8'),
+    pollMs: 100,
+    concurrency: Math.max(16, ENDPOINTS),
   });
-  const target = `http://127.0.0.1:${port}/hook`;
+  const { db, app } = bench;
+  const call = async (method: 'POST' | 'DELETE', path: string, payload?: object) => (await bench.call(method, path, payload)).json().data;
   /** Deliveries made so far: the sum of every endpoint's attempts that got a 2xx. */
   const received = async () =>
     Number((await db.sql<{ n: string }[]>`SELECT count(*)::text AS n FROM webhook_delivery WHERE status_code BETWEEN 200 AND 299`)[0]!.n);
-  const app = await buildApp({
-    sql: db.sql,
-    config: { jwtSecret: undefined, tokenTtl: 3600, logLevel: 'silent' },
-    logger: false,
-    webhooks: { allowed: parseAllowedCidrs('127.0.0.0/8'), pollMs: 100, concurrency: Math.max(16, ENDPOINTS) },
-  });
-  await app.ready();
-  const call = async (method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, payload?: object, token?: string) => {
-    const res = await app.inject({ method, url: path, payload, headers: token ? { authorization: `Bearer ${token}` } : {} });
-    if (res.statusCode !== 200) throw new Error(`${method} ${path}: ${res.statusCode} ${res.body}`);
-    return res.json().data;
-  };
-  const token = (await call('POST', '/auth/login', { tenantId: '000000', username: 'admin', password: PASSWORD })).access_token;
   console.log(`database: ${db.description}`);
 
   const endpoints = async (n: number, events: string[]) => {
     const ids: number[] = [];
-    for (let i = 0; i < n; i++) ids.push((await call('POST', '/system/webhook-api', { url: target, events }, token)).id);
+    for (let i = 0; i < n; i++) ids.push((await call('POST', '/system/webhook-api', { url: target, events })).id);
     return ids;
   };
   const removeAll = async (ids: number[]) => {
-    for (const id of ids) await call('DELETE', `/system/webhook-api/${id}`, undefined, token);
+    for (const id of ids) await call('DELETE', `/system/webhook-api/${id}`);
   };
 
   // 1. Throughput: records written straight into the feed (a bench of delivery, not of writes).
@@ -100,11 +89,11 @@ export async function webhooks(): Promise<void> {
   const samples: Record<'with' | 'without', number[]> = { with: [], without: [] };
   const ROUNDS = 4;
   for (let round = 0; round < ROUNDS; round++) {
-    for (const mode of round % 2 === 0 ? (['with', 'without'] as const) : (['without', 'with'] as const)) {
+    for (const mode of inTurn(round, ['with', 'without'] as const)) {
       const ids = mode === 'with' ? await endpoints(ENDPOINTS, ['dept.*']) : [];
       for (let i = 0; i < WRITES / ROUNDS; i++) {
         const s = performance.now();
-        await call('POST', '/system/dept-api', { parentId: 0, deptName: `W ${round} ${mode} ${i}` }, token);
+        await call('POST', '/system/dept-api', { parentId: 0, deptName: `W ${round} ${mode} ${i}` });
         samples[mode].push(performance.now() - s);
       }
       // Let the deliveries of this round finish before the next round is timed.
@@ -112,15 +101,9 @@ export async function webhooks(): Promise<void> {
       await removeAll(ids);
     }
   }
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-  const [withE, without] = [samples.with.sort((a, b) => a - b), samples.without.sort((a, b) => a - b)];
-  const pct = (a: number, b: number) => `${a >= b ? '+' : ''}${(((a - b) / b) * 100).toFixed(1)}%`;
   console.log(
-    `write cost: dept create, ${withE.length}+${without.length} requests: p50 ${percentile(withE, 50).toFixed(2)} vs ${percentile(without, 50).toFixed(2)} ms ` +
-      `(${pct(percentile(withE, 50), percentile(without, 50))}), mean ${mean(withE).toFixed(2)} vs ${mean(without).toFixed(2)} ms ` +
-      `(${pct(mean(withE), mean(without))}) with ${ENDPOINTS} endpoints receiving each create vs none`,
+    `write cost: dept create, ${samples.with.length}+${samples.without.length} requests: ${versus(samples.with, samples.without)} ` +
+      `with ${ENDPOINTS} endpoints receiving each create vs none`,
   );
-  await app.close();
-  await db.close();
-  receiver.kill();
+  await bench.close();
 }

@@ -6,7 +6,6 @@ import { AuditFeed, type NotifyMode } from './audit.feed.js';
 import { settledWithin } from '../core/timeout.js';
 import { auditRoutes } from './audit.routes.js';
 import { purgeAudit } from './audit.sql.js';
-import { auditSwitch } from './audit.record.js';
 import { AuditStreams, STREAM_DEFAULTS, type StreamOptions } from './audit.stream.js';
 import { auditFeedMetrics } from './audit.metrics.js';
 
@@ -54,7 +53,7 @@ export const auditPlugin = fp(
 
     // Records are written with no position; give them one once the request's transaction has committed.
     app.addHook('onResponse', (request, _reply, done) => {
-      if (request.method !== 'GET' && request.method !== 'HEAD' && auditSwitch.enabled) feed.kick();
+      if (request.method !== 'GET' && request.method !== 'HEAD') feed.kick();
       done();
     });
 

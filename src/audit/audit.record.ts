@@ -73,12 +73,6 @@ export function diff(before: RowImage, after: RowImage): Changes {
   return out;
 }
 
-/**
- * Bench-only: `npm run bench` turns records off to measure what they cost.
- * Nothing in the service (configuration, HTTP) can reach this.
- */
-export const auditSwitch = { enabled: true };
-
 type Fragment = postgres.PendingQuery<postgres.Row[]>;
 
 // values() and diff() as SQL, for records written in the change's own
@@ -146,10 +140,9 @@ export function diffSql(db: Db, recorded: Recorded, before: string, after: strin
  * so it costs no round trip of its own. `source` is a query over the
  * statement's earlier CTEs giving one (entity_id, changes) row per record,
  * `changes` made by valuesSql() or diffSql(). The records are the actor's
- * tenant's; empty when the bench switch is off.
+ * tenant's.
  */
 export function auditRecords(db: Db, actor: Actor, action: AuditAction, entityType: EntityType, source: Fragment) {
-  if (!auditSwitch.enabled) return db``;
   return db`, audit_records AS (
     INSERT INTO audit_log (tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, request_id, ip, changes)
     SELECT ${actor.tenantId}, ${actor.userName}, ${actor.userTenantId ?? actor.tenantId}, ${action}, ${entityType},
@@ -159,7 +152,7 @@ export function auditRecords(db: Db, actor: Actor, action: AuditAction, entityTy
 
 /** Writes the records of one change, in one statement per tenant whose data changed (in practice one), on `db` (the change's transaction). */
 export async function recordAudit(db: Db, actor: Actor, entries: AuditEntry[]): Promise<void> {
-  if (entries.length === 0 || !auditSwitch.enabled) return;
+  if (entries.length === 0) return;
   const byTenant = new Map<string, AuditEntry[]>();
   for (const e of entries) {
     const tenantId = e.tenantId ?? actor.tenantId;
