@@ -61,7 +61,7 @@ const importBoundaries = [
   below(['src/depts/*.{sql,schema,chart,depth,rules,fields}.ts'], ['auth', 'users', 'tenants'], 'department rules sit below users and tenants.'),
   below(['src/users/*.{sql,schema,rules,fields}.ts'], ['tenants'], 'user rules sit below tenants.'),
   below(
-    ['src/webhooks/*.{sql,schema,rules,address,delivery,send,sign}.ts'],
+    ['src/webhooks/*.{sql,fields,schema,rules,address,delivery,send,sign}.ts'],
     ['auth', 'depts', 'users', 'tenants'],
     'webhooks read the audit feed only: nothing of auth, depts, users or tenants.',
   ),

@@ -1,11 +1,13 @@
 import type { Db, Tx } from '../db/database.js';
+import { fromRow, selectList } from '../db/fields.js';
 import { pageOf, type PageQuery } from '../db/page.js';
 import { assert } from '../core/app.error.js';
-import { formatDateTime, formatDateTimeMs } from '../core/time.js';
+import { formatDateTime } from '../core/time.js';
 import type { Actor } from '../identity/caller.js';
 import { PLATFORM_TENANT } from '../identity/roles.js';
 import { recordAudit, type Changes } from '../audit/audit.record.js';
 import type { AuditRecord } from '../audit/audit.schema.js';
+import { ATTEMPT_FIELDS, ENDPOINT_FIELDS } from './webhook.fields.js';
 import type { WebhookCreate, WebhookDelivery, WebhookEndpoint, WebhookUpdate } from './webhook.schema.js';
 
 // Webhook endpoints and their delivery state (docs/webhooks.md). The
@@ -20,38 +22,10 @@ const DELIVERY_LOG_DAYS = 7;
 /** The stored part of a receiver's answer. */
 export const RESPONSE_KEPT_BYTES = 1024;
 
-interface EndpointRow {
-  tenantId: string;
-  id: number;
-  url: string;
-  events: string[];
-  description: string;
-  status: '0' | '1';
-  disabledReason: string | null;
-  cursor: string;
-  failures: number;
-  retryAt: Date | null;
-  lastError: string | null;
-  createBy: string;
-  createTime: Date;
-  updateBy: string | null;
-  updateTime: Date | null;
-}
+type Row = Record<string, unknown>;
 
-const COLUMNS = (sql: Db) => sql`
-  e.tenant_id AS "tenantId", e.endpoint_id::int AS id, e.url, e.events, e.description, e.status,
-  e.disabled_reason AS "disabledReason", e.cursor::text AS cursor, e.failures, e.retry_at AS "retryAt",
-  e.last_error AS "lastError", e.create_by AS "createBy", e.create_time AS "createTime",
-  e.update_by AS "updateBy", e.update_time AS "updateTime"`;
-
-function toEndpoint({ tenantId: _tenant, retryAt, createTime, updateTime, ...row }: EndpointRow): WebhookEndpoint {
-  return {
-    ...row,
-    nextAttemptTime: row.failures > 0 && retryAt ? formatDateTime(retryAt) : null,
-    createTime: formatDateTime(createTime),
-    updateTime: formatDateTime(updateTime),
-  };
-}
+const COLUMNS = (sql: Db) => selectList(sql, 'e', ENDPOINT_FIELDS);
+const toEndpoint = (row: Row): WebhookEndpoint => fromRow(row, ENDPOINT_FIELDS);
 
 /** What an audit record says of an endpoint: never its secret, never its delivery bookkeeping. */
 const described = (e: Pick<WebhookEndpoint, 'url' | 'events' | 'description' | 'status'>): Changes => ({
@@ -70,12 +44,12 @@ function changed(before: Changes, after: Changes): Changes {
 }
 
 export async function getEndpoint(sql: Db, tenantId: string, id: number): Promise<WebhookEndpoint | undefined> {
-  const [row] = await sql<EndpointRow[]>`SELECT ${COLUMNS(sql)} FROM webhook_endpoint e WHERE e.tenant_id = ${tenantId} AND e.endpoint_id = ${id}`;
+  const [row] = await sql<Row[]>`SELECT ${COLUMNS(sql)} FROM webhook_endpoint e WHERE e.tenant_id = ${tenantId} AND e.endpoint_id = ${id}`;
   return row && toEndpoint(row);
 }
 
 export async function listEndpoints(sql: Db, tenantId: string, page: PageQuery): Promise<{ total: number; rows: WebhookEndpoint[] }> {
-  const result = await pageOf<EndpointRow>(
+  const result = await pageOf<Row>(
     sql,
     { select: COLUMNS(sql), from: sql`webhook_endpoint e WHERE e.tenant_id = ${tenantId}`, orderBy: sql`e.endpoint_id` },
     page,
@@ -88,7 +62,7 @@ export async function listEndpoints(sql: Db, tenantId: string, page: PageQuery):
  * committed from now on, not the history (a replay can reach back).
  */
 export async function createEndpoint(tx: Tx, actor: Actor, input: WebhookCreate, secret: string): Promise<WebhookEndpoint> {
-  const [row] = await tx<EndpointRow[]>`
+  const [row] = await tx<Row[]>`
     INSERT INTO webhook_endpoint AS e (tenant_id, url, events, description, secret, cursor, create_by)
     SELECT ${actor.tenantId}, ${input.url}, ${input.events ?? []}::text[], ${input.description ?? ''}, ${secret}, f.last_position, ${actor.userName}
     FROM audit_feed f WHERE f.id = 1
@@ -100,7 +74,7 @@ export async function createEndpoint(tx: Tx, actor: Actor, input: WebhookCreate,
 
 /** The endpoint, locked for the rest of the transaction; 404 when the caller's tenant has none of that id. */
 async function lockEndpoint(tx: Tx, tenantId: string, id: number): Promise<WebhookEndpoint & { cursor: string }> {
-  const [row] = await tx<EndpointRow[]>`
+  const [row] = await tx<Row[]>`
     SELECT ${COLUMNS(tx)} FROM webhook_endpoint e WHERE e.tenant_id = ${tenantId} AND e.endpoint_id = ${id} FOR UPDATE`;
   assert(row, 404, `Webhook endpoint ${id} not found`);
   return toEndpoint(row);
@@ -161,23 +135,19 @@ export async function replayFrom(tx: Tx, actor: Actor, id: number, after: string
   ]);
 }
 
-interface DeliveryRow extends Omit<WebhookDelivery, 'time'> {
-  time: Date;
-}
-
 /** The attempt log of one endpoint, newest first. */
 export async function listDeliveries(sql: Db, tenantId: string, id: number, page: PageQuery): Promise<{ total: number; rows: WebhookDelivery[] }> {
   assert(await getEndpoint(sql, tenantId, id), 404, `Webhook endpoint ${id} not found`);
-  const result = await pageOf<DeliveryRow>(
+  const result = await pageOf<Row>(
     sql,
     {
-      select: sql`d.event_id AS "eventId", d.attempt, d.time, d.status_code AS "statusCode", d.error, d.ms, d.response`,
+      select: selectList(sql, 'd', ATTEMPT_FIELDS),
       from: sql`webhook_delivery d WHERE d.tenant_id = ${tenantId} AND d.endpoint_id = ${id}`,
       orderBy: sql`d.delivery_id DESC`,
     },
     page,
   );
-  return { total: result.total, rows: result.rows.map((r) => ({ ...r, time: formatDateTimeMs(r.time) })) };
+  return { total: result.total, rows: result.rows.map((r) => fromRow(r, ATTEMPT_FIELDS)) };
 }
 
 // ---------------------------------------------------------------- Delivery
