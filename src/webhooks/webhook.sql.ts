@@ -5,7 +5,7 @@ import { assert } from '../core/app.error.js';
 import { formatDateTime } from '../core/time.js';
 import type { Actor } from '../identity/caller.js';
 import { PLATFORM_TENANT } from '../identity/roles.js';
-import { recordAudit, type Changes } from '../audit/audit.record.js';
+import { diff, recordAudit, type Changes } from '../audit/audit.record.js';
 import type { AuditRecord } from '../audit/audit.schema.js';
 import { ATTEMPT_FIELDS, ENDPOINT_FIELDS } from './webhook.fields.js';
 import type { WebhookCreate, WebhookDelivery, WebhookEndpoint, WebhookUpdate } from './webhook.schema.js';
@@ -27,21 +27,18 @@ type Row = Record<string, unknown>;
 const COLUMNS = (sql: Db) => selectList(sql, 'e', ENDPOINT_FIELDS);
 const toEndpoint = (row: Row): WebhookEndpoint => fromRow(row, ENDPOINT_FIELDS);
 
-/** What an audit record says of an endpoint: never its secret, never its delivery bookkeeping. */
+/**
+ * What an audit record says of an endpoint: never its secret, never its
+ * delivery bookkeeping. An update's record is diff() of two of these, the
+ * audit room's rule for every entity's update (which also drops any field
+ * named like a secret).
+ */
 const described = (e: Pick<WebhookEndpoint, 'url' | 'events' | 'description' | 'status'>): Changes => ({
   url: e.url,
   events: e.events,
   description: e.description,
   status: e.status,
 });
-
-function changed(before: Changes, after: Changes): Changes {
-  const out: Changes = {};
-  for (const [field, value] of Object.entries(after)) {
-    if (JSON.stringify(before[field]) !== JSON.stringify(value)) out[field] = { before: before[field] ?? null, after: value };
-  }
-  return out;
-}
 
 export async function getEndpoint(sql: Db, tenantId: string, id: number): Promise<WebhookEndpoint | undefined> {
   const [row] = await sql<Row[]>`SELECT ${COLUMNS(sql)} FROM webhook_endpoint e WHERE e.tenant_id = ${tenantId} AND e.endpoint_id = ${id}`;
@@ -94,7 +91,7 @@ export async function updateEndpoint(tx: Tx, actor: Actor, input: WebhookUpdate)
       disabled_reason = CASE WHEN ${input.status} = '0' THEN NULL ELSE disabled_reason END
       ${resumes ? tx`, failures = 0, retry_at = NULL, last_error = NULL` : tx``}
     WHERE tenant_id = ${actor.tenantId} AND endpoint_id = ${input.id}`;
-  const changes = changed(described(before), described(input));
+  const changes = diff(described(before), described(input));
   await recordAudit(tx, actor, [{ action: 'webhook.update', entityType: 'webhook', entityId: input.id, changes }]);
 }
 
