@@ -5,6 +5,7 @@ import { assert } from '../core/app.error.js';
 import { formatDateTime } from '../core/time.js';
 import type { Actor } from '../identity/caller.js';
 import { PLATFORM_TENANT } from '../identity/roles.js';
+import { inTenantSubtree, inTenantSubtreeOf } from '../identity/scope.js';
 import { diff, recordAudit, type Changes } from '../audit/audit.record.js';
 import type { AuditRecord } from '../audit/audit.schema.js';
 import { ATTEMPT_FIELDS, ENDPOINT_FIELDS } from './webhook.fields.js';
@@ -178,13 +179,23 @@ export interface Attempt {
  * tenant and of every tenant below it (the platform tenant's endpoints: all),
  * whose action its filter names or whose prefix (`dept.*`) it lists; an
  * empty filter takes all. `a` is the audit_log row.
+ *
+ * The subtree is walked down from the endpoint's tenant (src/identity/scope.ts).
+ * Walked from the column `c.tenant_id`, it is made once per endpoint only when
+ * `a` is read in a query level below `c`'s (an EXISTS that PostgreSQL does not
+ * merge into the statement, a subquery); in the level of `c` itself it would be
+ * walked again for every record. A statement that reads one endpoint, whose
+ * tenant it has as a value, passes `tenant` instead: a value is walked once.
  */
-const receives = (sql: Db) => sql`
-  (c.tenant_id = ${PLATFORM_TENANT} OR a.tenant_id IN (
-    SELECT s.tenant_id FROM sys_tenant s WHERE s.tenant_id = c.tenant_id OR c.tenant_id = ANY (string_to_array(s.ancestors, ','))))
+const receives = (sql: Db, tenant?: string) => sql`
+  (c.tenant_id = ${PLATFORM_TENANT} OR ${tenant === undefined ? inTenantSubtreeOf(sql, 'a', sql`c.tenant_id`) : inTenantSubtree(sql, 'a', tenant)})
   AND (cardinality(c.events) = 0 OR a.action = ANY(c.events) OR split_part(a.action, '.', 1) || '.*' = ANY(c.events))`;
 
-/** The next records for a claimed endpoint after the cursor it holds, in feed order. */
+/**
+ * The next records for a claimed endpoint after the cursor it holds, in feed
+ * order. The endpoint's tenant goes to `receives` as a value: the statement
+ * holds it to that tenant, and its subtree is then walked once.
+ */
 export async function pendingRecords(sql: Db, endpoint: Pick<ClaimedEndpoint, 'tenantId' | 'id' | 'cursor'>, limit: number) {
   return sql<(Omit<AuditRecord, 'time'> & { time: Date })[]>`
     SELECT a.position::text AS id, a.time, a.tenant_id AS "tenantId", a.user_name AS "userName",
@@ -192,7 +203,7 @@ export async function pendingRecords(sql: Db, endpoint: Pick<ClaimedEndpoint, 't
       a.request_id AS "requestId", a.ip, a.changes
     FROM webhook_endpoint c, audit_log a
     WHERE c.tenant_id = ${endpoint.tenantId} AND c.endpoint_id = ${endpoint.id}
-      AND a.position > ${endpoint.cursor}::bigint AND ${receives(sql)}
+      AND a.position > ${endpoint.cursor}::bigint AND ${receives(sql, endpoint.tenantId)}
     ORDER BY a.position
     LIMIT ${limit}`;
 }
@@ -205,7 +216,10 @@ export async function pendingRecords(sql: Db, endpoint: Pick<ClaimedEndpoint, 't
  * leased to `node` for `leaseSeconds` in the same statement, so two nodes
  * never claim one endpoint (SKIP LOCKED: a row another node is claiming is
  * left to it). Endpoints with nothing pending are not claimed: the EXISTS
- * asks the audit log the same question pendingRecords does.
+ * asks the audit log the same question pendingRecords does. Its OFFSET 0
+ * keeps PostgreSQL from turning it into a join, so the records are read a
+ * level below the endpoint and its tenant's subtree is walked once per
+ * endpoint, not once per record (receives).
  */
 export async function claimDue(sql: Db, node: string, limit: number, leaseSeconds: number): Promise<ClaimedEndpoint[]> {
   return sql<ClaimedEndpoint[]>`
@@ -217,7 +231,8 @@ export async function claimDue(sql: Db, node: string, limit: number, leaseSecond
         AND EXISTS (
           SELECT 1 FROM audit_log a
           WHERE a.position > c.cursor
-            AND ${receives(sql)})
+            AND ${receives(sql)}
+          OFFSET 0)
       ORDER BY c.retry_at NULLS FIRST, c.endpoint_id
       LIMIT ${limit}
       FOR UPDATE OF c SKIP LOCKED
@@ -336,7 +351,9 @@ export async function release(sql: Db, node: string, e: Pick<ClaimedEndpoint, 't
  * deliver", which the cursor-expiry check and the backlog metric rely on.
  * One statement: its snapshot sees the last position and every record up
  * to it together. Leased or failing endpoints are left to their worker, and
- * an expired cursor is never moved: that would skip what was purged.
+ * an expired cursor is never moved: that would skip what was purged. The
+ * NOT EXISTS keeps its own query level (OFFSET 0), as claimDue's EXISTS does,
+ * so each endpoint's subtree is walked once (receives).
  */
 export async function catchUpIdle(sql: Db): Promise<number> {
   const moved = await sql`
@@ -347,7 +364,8 @@ export async function catchUpIdle(sql: Db): Promise<number> {
       AND NOT EXISTS (
         SELECT 1 FROM audit_log a
         WHERE a.position > c.cursor AND a.position <= f.last_position
-          AND ${receives(sql)})`;
+          AND ${receives(sql)}
+        OFFSET 0)`;
   return moved.count;
 }
 
