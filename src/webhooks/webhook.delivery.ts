@@ -8,20 +8,17 @@ import type { AddressRule } from './webhook.address.js';
 import { send, type SendResult } from './webhook.send.js';
 import {
   advance,
-  catchUpIdle,
   claimDue,
   disableEndpoint,
-  expiredCursors,
-  oldestRetained,
   pendingRecords,
   recordTestAttempt,
   signingTarget,
-  purgeDeliveries,
   release,
   scheduleRetry,
   type Attempt,
   type ClaimedEndpoint,
-} from './webhook.sql.js';
+} from './webhook.delivery.sql.js';
+import { catchUpIdle, expiredCursors, oldestRetained, purgeDeliveries } from './webhook.maintenance.sql.js';
 
 // The delivery worker of one node (docs/webhooks.md#delivery).
 //
@@ -32,7 +29,7 @@ import {
 // next waits: head-of-line blocking is the price of order).
 //
 // One delivery in flight per endpoint across nodes comes from the lease a
-// node takes in the claim statement (webhook.sql.ts claimDue). A lease
+// node takes in the claim statement (webhook.delivery.sql.ts claimDue). A lease
 // lasts the timeout plus LEASE_MARGIN_S; before each send the worker checks
 // that the lease it holds outlives the send, measured from before the
 // statement that set it, so a send never outlives its lease, and a node
