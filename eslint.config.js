@@ -37,7 +37,7 @@ const RULES = [
   'src/audit/audit.feed.ts',
   'src/auth/password.ts',
   'src/auth/session.cache.ts',
-  'src/webhooks/webhook.{address,delivery,send,sign}.ts',
+  'src/webhooks/webhook.{address,delivery,options,send,sign}.ts',
   'src/bootstrap.ts',
   'src/config.ts',
   'src/reset-password.ts',
@@ -61,7 +61,7 @@ const importBoundaries = [
   below(['src/depts/*.{sql,schema,chart,depth,rules,fields}.ts'], ['auth', 'users', 'tenants'], 'department rules sit below users and tenants.'),
   below(['src/users/*.{sql,schema,rules,fields}.ts'], ['tenants'], 'user rules sit below tenants.'),
   below(
-    ['src/webhooks/*.{sql,fields,schema,rules,address,delivery,send,sign}.ts'],
+    ['src/webhooks/*.{sql,fields,schema,rules,address,delivery,options,send,sign}.ts'],
     ['auth', 'depts', 'users', 'tenants'],
     'webhooks read the audit feed only: nothing of auth, depts, users or tenants.',
   ),
