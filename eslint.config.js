@@ -39,7 +39,7 @@ const RULES = [
   'src/audit/audit.feed.ts',
   'src/auth/password.ts',
   'src/auth/session.cache.ts',
-  'src/webhooks/webhook.{address,delivery,send,sign}.ts',
+  'src/webhooks/webhook.{address,delivery,options,send,sign}.ts',
   'src/bootstrap.ts',
   'src/config.ts',
   'src/reset-password.ts',
@@ -67,7 +67,7 @@ const importBoundaries = [
   ),
   below(['src/users/*.{sql,schema,rules,fields}.ts'], ['tenants'], 'user rules sit below tenants.'),
   below(
-    ['src/webhooks/*.{sql,schema,rules,address,delivery,send,sign}.ts'],
+    ['src/webhooks/*.{sql,fields,schema,rules,address,delivery,options,send,sign}.ts'],
     ['auth', 'depts', 'users', 'tenants'],
     'webhooks read the audit feed only: nothing of auth, depts, users or tenants.',
   ),

@@ -13,8 +13,8 @@ export interface Field<S extends TSchema = TSchema> {
   schema: S;
   /** Read as text: 19-digit ids (beyond a JS number) and dates (kept as YYYY-MM-DD, not a JS Date). */
   asText: boolean;
-  /** Turns the value read into the API's form. */
-  read?: (value: never) => unknown;
+  /** Turns the value read into the API's form; `row` is the whole row read, keyed by API name (for a field one of its neighbours qualifies). */
+  read?: (value: never, row: Record<string, unknown>) => unknown;
   /** Writable fields: `required` ones must be sent; the others take `default` when omitted (full-replacement PUT). */
   write?: { required: true } | { default: unknown };
 }
@@ -99,7 +99,7 @@ function entriesOf(fields: Fields): [string, Field][] {
 /** The API values of `fields` from a row read with selectList. */
 export function fromRow<F extends Fields>(row: Record<string, unknown>, fields: F): { [K in keyof F]: Static<F[K]['schema']> } {
   const out: Record<string, unknown> = {};
-  for (const [name, f] of entriesOf(fields)) out[name] = f.read ? f.read(row[name] as never) : row[name];
+  for (const [name, f] of entriesOf(fields)) out[name] = f.read ? f.read(row[name] as never, row) : row[name];
   return out as { [K in keyof F]: Static<F[K]['schema']> };
 }
 

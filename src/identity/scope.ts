@@ -1,9 +1,10 @@
 import type { Db } from '../db/database.js';
+import type { Fragment } from '../db/page.js';
 import { isSuperadmin, type Caller } from './caller.js';
 
 // A tenant's scope is the tenant itself and every tenant below it. Every
 // check of "may this caller see or change that tenant's data" is one of
-// the two functions here: the SQL predicate for queries, the plain check
+// the functions here: the SQL predicates for queries, the plain check
 // for a row already read.
 
 /**
@@ -16,6 +17,24 @@ import { isSuperadmin, type Caller } from './caller.js';
  * tenants than alone.
  */
 export function inTenantSubtree(sql: Db, alias: string, root: string) {
+  return subtreeWalk(sql, alias, root);
+}
+
+/**
+ * inTenantSubtree with a root the statement reads itself: `root` is an
+ * expression of the statement, such as a column of another of its rows (a
+ * webhook endpoint's tenant), never input. `alias` may name any row with a
+ * tenant_id. The walk is computed once for each value of `root`'s row when
+ * that row belongs to an enclosing query level (an InitPlan of the level the
+ * predicate is in); in the same level as `alias`, it is walked again for
+ * each row tested. `root` is read where the walk's own names (subtree, c, p)
+ * are not yet in scope, so it may use those aliases itself.
+ */
+export function inTenantSubtreeOf(sql: Db, alias: string, root: Fragment) {
+  return subtreeWalk(sql, alias, root);
+}
+
+function subtreeWalk(sql: Db, alias: string, root: string | Fragment) {
   // An array computed once (an InitPlan), so the codes probe the unique index on tenant_id; as an IN
   // subquery the planner guessed the walk's size and hashed it against a scan of every tenant.
   return sql`${sql(alias)}.tenant_id = ANY (ARRAY(

@@ -4,24 +4,21 @@ import type { Sql } from '../db/database.js';
 import { transaction } from '../db/retry.js';
 import { formatDateTimeMs } from '../core/time.js';
 import { coalesced } from '../core/coalesced.js';
-import type { AddressRule } from './webhook.address.js';
+import { retryDelayMs, type DeliveryOptions } from './webhook.options.js';
 import { send, type SendResult } from './webhook.send.js';
 import {
   advance,
-  catchUpIdle,
   claimDue,
   disableEndpoint,
-  expiredCursors,
-  oldestRetained,
   pendingRecords,
   recordTestAttempt,
   signingTarget,
-  purgeDeliveries,
   release,
   scheduleRetry,
   type Attempt,
   type ClaimedEndpoint,
-} from './webhook.sql.js';
+} from './webhook.delivery.sql.js';
+import { catchUpIdle, expiredCursors, oldestRetained, purgeDeliveries } from './webhook.maintenance.sql.js';
 
 // The delivery worker of one node (docs/webhooks.md#delivery).
 //
@@ -32,7 +29,7 @@ import {
 // next waits: head-of-line blocking is the price of order).
 //
 // One delivery in flight per endpoint across nodes comes from the lease a
-// node takes in the claim statement (webhook.sql.ts claimDue). A lease
+// node takes in the claim statement (webhook.delivery.sql.ts claimDue). A lease
 // lasts the timeout plus LEASE_MARGIN_S; before each send the worker checks
 // that the lease it holds outlives the send, measured from before the
 // statement that set it, so a send never outlives its lease, and a node
@@ -43,34 +40,11 @@ import {
 // retries that fall due and leases that expire. Deliveries run on this
 // timer-driven loop, never on a request.
 
-export interface DeliveryOptions extends AddressRule {
-  /** WEBHOOK_TIMEOUT: one attempt's limit, connect to last byte. */
-  timeoutMs: number;
-  /** WEBHOOK_RETRY_SCHEDULE: seconds to wait after the 1st, 2nd, ... failure; one more failure disables. */
-  retrySchedule: number[];
-  /** Endpoints one node delivers to at once. */
-  concurrency: number;
-  /** How often the worker looks for due retries and expired leases without being woken. */
-  pollMs: number;
-  /** Idle-cursor catch-up, cursor-expiry check and attempt-log purge. */
-  maintenanceMs: number;
-}
-
-export const DELIVERY_DEFAULTS: Omit<DeliveryOptions, 'allowed'> = {
-  timeoutMs: 10_000,
-  retrySchedule: [5, 300, 1800, 7200, 18_000, 36_000, 36_000],
-  concurrency: 16,
-  pollMs: 1000,
-  maintenanceMs: 60_000,
-};
-
 const LEASE_MARGIN_S = 10;
 /** How long an attempt in flight at shutdown may still take before it is abandoned. */
 const SHUTDOWN_GRACE_MS = 3000;
 /** Records read from the log per round trip for one endpoint. */
 const BATCH = 100;
-/** The variation applied to each retry step. */
-const JITTER = 0.2;
 
 export interface DeliveryCounts {
   /** Attempts by outcome, since start (this node). */
@@ -81,15 +55,6 @@ export interface DeliveryCounts {
 /** The body of one event: exactly these bytes are signed and sent. */
 function eventBody(type: string, time: Date, data: unknown): Buffer {
   return Buffer.from(JSON.stringify({ type, timestamp: time.toISOString(), data }));
-}
-
-/** Rule: the wait after the n-th failure (1-based): the schedule's step ±20%, or the receiver's Retry-After up to that step; undefined when the schedule is spent. */
-function retryDelayMs(schedule: number[], failures: number, retryAfterSeconds?: number): number | undefined {
-  const step = schedule[failures - 1];
-  if (step === undefined) return undefined;
-  // Never sooner than the schedule's first step: "Retry-After: 0" from a restarting proxy must not spend every retry at once.
-  if (retryAfterSeconds !== undefined) return Math.max(Math.min(retryAfterSeconds, step), schedule[0]!) * 1000;
-  return step * 1000 * (1 - JITTER + Math.random() * 2 * JITTER);
 }
 
 export class WebhookWorker {

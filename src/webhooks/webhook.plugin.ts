@@ -4,9 +4,10 @@ import { Counter, Gauge } from 'prom-client';
 import type { Sql } from '../db/database.js';
 import type { AuditFeed } from '../audit/audit.feed.js';
 import type { AddressRule } from './webhook.address.js';
-import { DELIVERY_DEFAULTS, WebhookWorker, type DeliveryOptions } from './webhook.delivery.js';
+import { WebhookWorker } from './webhook.delivery.js';
+import { backlogs } from './webhook.maintenance.sql.js';
+import { DELIVERY_DEFAULTS, type DeliveryOptions } from './webhook.options.js';
 import { webhookRoutes } from './webhook.routes.js';
-import { backlogs } from './webhook.sql.js';
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,42 +1,14 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { Nullable, PageOf, PageParams, Status } from '../core/common.schema.js';
+import { propertiesOf } from '../db/fields.js';
+import { ATTEMPT_FIELDS, ENDPOINT_FIELDS } from './webhook.fields.js';
 
 // Webhook endpoints (docs/webhooks.md): one schema for the endpoint as read,
-// the create and replace bodies derived from it.
+// the create and replace bodies derived from it; the fields themselves in
+// webhook.fields.ts.
 
-const ACTION_PATTERN = '^[a-z]+(\\.[a-z_]+|\\.\\*)$';
-
-/** Only http(s) URLs of at most 2 KB; which addresses they may reach is checked on every connection (webhook.address.ts). */
-const Url = Type.String({
-  minLength: 8,
-  maxLength: 2048,
-  pattern: '^[hH][tT][tT][pP][sS]?://',
-  description: 'https:// (http:// only to an address in WEBHOOK_ALLOWED_CIDRS)',
-});
-
-export const WebhookEndpoint = Type.Object(
-  {
-    id: Type.Integer({ description: 'The endpoint id' }),
-    url: Url,
-    events: Type.Array(Type.String({ pattern: ACTION_PATTERN, maxLength: 64 }), {
-      maxItems: 50,
-      uniqueItems: true,
-      description: 'Action names (`dept.move`) or prefixes (`dept.*`); empty: every action',
-    }),
-    description: Type.String({ maxLength: 500 }),
-    status: Status,
-    disabledReason: Nullable(Type.String({ description: 'Why the service disabled it: `410 Gone`, `retries exhausted`, `cursor expired`' })),
-    cursor: Type.String({ description: 'The audit record id after which delivery continues' }),
-    failures: Type.Integer({ description: 'Failed attempts at the next record so far' }),
-    nextAttemptTime: Nullable(Type.String({ description: 'When the next record is tried again (after a failure)' })),
-    lastError: Nullable(Type.String()),
-    createBy: Type.String(),
-    createTime: Type.String(),
-    updateBy: Nullable(Type.String()),
-    updateTime: Nullable(Type.String()),
-  },
-  { $id: 'WebhookEndpoint' },
-);
+/** The endpoint as read. */
+export const WebhookEndpoint = Type.Object(propertiesOf(ENDPOINT_FIELDS), { $id: 'WebhookEndpoint' });
 
 export const WebhookCreate = Type.Object(
   {
@@ -72,18 +44,7 @@ export const WebhookSecret = Type.Object({
 export const WebhookPage = PageOf(Type.Ref('WebhookEndpoint'));
 export const WebhookPageQuery = Type.Object({ ...PageParams });
 
-export const WebhookDelivery = Type.Object(
-  {
-    eventId: Type.String({ description: 'The webhook-id header: `audit_<record id>`, or `test_...` for a test' }),
-    attempt: Type.Integer({ description: '1 for the first try of an event' }),
-    time: Type.String(),
-    statusCode: Nullable(Type.Integer({ description: "The receiver's HTTP status; null when none came" })),
-    error: Nullable(Type.String({ description: 'Why no 2xx: a status, a timeout, a refused address, ...' })),
-    ms: Type.Integer(),
-    response: Type.String({ description: 'The first 1 KB of the answer' }),
-  },
-  { $id: 'WebhookDelivery' },
-);
+export const WebhookDelivery = Type.Object(propertiesOf(ATTEMPT_FIELDS), { $id: 'WebhookDelivery' });
 export const WebhookDeliveryPage = PageOf(Type.Ref('WebhookDelivery'));
 
 export const WebhookTestResult = Type.Object({

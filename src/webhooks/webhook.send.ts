@@ -2,12 +2,14 @@ import http from 'node:http';
 import https from 'node:https';
 import { checkLiteral, guardedLookup, hostOf, type AddressRule } from './webhook.address.js';
 import { signedHeaders } from './webhook.sign.js';
-import { RESPONSE_KEPT_BYTES } from './webhook.sql.js';
 
 // One delivery attempt: a signed POST, cut off at the timeout, redirects not
 // followed, the address rule applied to the socket's own lookup. Only the
 // first KB of the answer is kept; the rest is read and dropped so the
 // connection can be reused (keep-alive agents, one per protocol and rule).
+
+/** The stored part of a receiver's answer. */
+const RESPONSE_KEPT_BYTES = 1024;
 
 export interface SendOptions extends AddressRule {
   timeoutMs: number;

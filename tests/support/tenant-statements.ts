@@ -378,19 +378,20 @@ export const ALLOWLIST: readonly Allowed[] = [
       /^UPDATE webhook_endpoint e SET lease_owner = \$1, lease_until = now\(\) \+ make_interval\(secs => \$2\) FROM \( SELECT c\.tenant_id, c\.endpoint_id FROM webhook_endpoint c /,
     unpinned: ['webhook_endpoint', 'audit_log'],
     reason:
-      "the webhook workers' claim (src/webhooks/webhook.sql.ts claimDue): any node delivers for every tenant, so it looks for due endpoints of all",
+      "the webhook workers' claim (src/webhooks/webhook.delivery.sql.ts claimDue): any node delivers for every tenant, so it looks for due endpoints of all",
   },
   {
     statement: /FROM webhook_endpoint c, audit_log a WHERE c\.tenant_id = \$\d+ AND c\.endpoint_id = \$\d+ AND a\.position > \$\d+::bigint/,
     unpinned: ['audit_log'],
-    reason: "a webhook endpoint's pending records (src/webhooks/webhook.sql.ts pendingRecords): its tenant's and those below, like the audit list",
+    reason:
+      "a webhook endpoint's pending records (src/webhooks/webhook.delivery.sql.ts pendingRecords): its tenant's and those below, like the audit list",
   },
   {
     statement:
       /^(UPDATE webhook_endpoint c SET cursor = f\.last_position FROM audit_feed f|SELECT c\.tenant_id AS "tenantId", c\.endpoint_id::int AS id(, c\.failures,|, c\.cursor::text AS cursor FROM webhook_endpoint c WHERE c\.status = '0' AND c\.cursor \+ 1 <)|^SELECT min\(position\)::text AS oldest FROM audit_log WHERE position IS NOT NULL$)/,
     unpinned: ['webhook_endpoint', 'audit_log'],
     reason:
-      'webhook maintenance and metrics over every endpoint, and the oldest retained record (src/webhooks/webhook.sql.ts catchUpIdle, expiredCursors, backlogs, oldestRetained)',
+      'webhook maintenance and metrics over every endpoint, and the oldest retained record (src/webhooks/webhook.maintenance.sql.ts catchUpIdle, expiredCursors, backlogs, oldestRetained)',
   },
   {
     statement:
@@ -403,7 +404,7 @@ export const ALLOWLIST: readonly Allowed[] = [
     statement:
       /^DELETE FROM webhook_delivery WHERE \(tenant_id, endpoint_id, delivery_id\) IN \( SELECT tenant_id, endpoint_id, delivery_id FROM webhook_delivery WHERE time < now\(\)/,
     unpinned: ['webhook_delivery'],
-    reason: "the webhook attempt log's 7-day purge (src/webhooks/webhook.sql.ts purgeDeliveries): every tenant's rows by age",
+    reason: "the webhook attempt log's 7-day purge (src/webhooks/webhook.maintenance.sql.ts purgeDeliveries): every tenant's rows by age",
   },
   {
     statement: /^(CREATE TABLE IF NOT EXISTS schema_migrations \(|ALTER TABLE schema_migrations ADD COLUMN IF NOT EXISTS checksum text$)/,
