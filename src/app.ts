@@ -152,6 +152,6 @@ export async function buildApp({
     audit: { retentionDays: config.auditRetentionDays, ...audit },
     sessionIsLive: (viewer) => (viewer.apiKeyId === undefined ? sessionIsLive(sql, viewer) : apiKeyIsLive(sql, viewer.tenantId, viewer.apiKeyId)),
   });
-  await app.register(webhookPlugin, { sql, feed: app.auditFeed, webhooks: { ...config.webhooks, ...webhooks } });
+  await app.register(webhookPlugin, { sql, webhooks: { ...config.webhooks, ...webhooks } });
   return app;
 }

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin';
 import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge } from 'prom-client';
 import type { Sql } from '../db/database.js';
-import type { AuditFeed } from '../audit/audit.feed.js';
+import { scrapeRead } from '../metrics/scrape.read.js';
 import type { AddressRule } from './webhook.address.js';
 import { WebhookWorker } from './webhook.delivery.js';
 import { backlogs } from './webhook.maintenance.sql.js';
@@ -18,29 +18,31 @@ declare module 'fastify' {
 
 export type WebhookOptions = Partial<DeliveryOptions>;
 
-/** A scrape waits this long for the backlog query, so a database that is down never holds it up. */
-const BACKLOG_READ_WITHIN_MS = 1_000;
-
 /**
  * The webhook room: routes under /system/webhook-api, and this node's
  * delivery worker, woken by the audit feed (a change on any node) and
- * stopped before the database closes.
+ * stopped before the database closes. It reads the feed the audit plugin
+ * decorates the app with, which Fastify checks is registered first.
  */
-export const webhookPlugin = fp(async (app: FastifyInstance, opts: { sql: Sql; feed: AuditFeed; webhooks?: WebhookOptions }) => {
-  const options: DeliveryOptions = { ...DELIVERY_DEFAULTS, allowed: undefined, ...opts.webhooks };
-  const worker = new WebhookWorker(opts.sql, options, app.log, () => opts.feed.sequence());
-  app.decorate('webhooks', worker);
-  const stopListening = opts.feed.onPositions(() => worker.wake());
-  app.addHook('onReady', async () => worker.start());
-  app.addHook('preClose', async () => worker.stopClaiming());
-  app.addHook('onClose', async () => {
-    stopListening();
-    await worker.close();
-  });
-  if (app.hasDecorator('metrics')) webhookMetrics(app, opts.sql, worker);
-  const rule: AddressRule = options;
-  await app.register(webhookRoutes, { sql: opts.sql, worker, rule, feed: opts.feed, prefix: '/system/webhook-api' });
-});
+export const webhookPlugin = fp(
+  async (app: FastifyInstance, opts: { sql: Sql; webhooks?: WebhookOptions }) => {
+    const feed = app.auditFeed;
+    const options: DeliveryOptions = { ...DELIVERY_DEFAULTS, allowed: undefined, ...opts.webhooks };
+    const worker = new WebhookWorker(opts.sql, options, app.log, () => feed.sequence());
+    app.decorate('webhooks', worker);
+    const stopListening = feed.onPositions(() => worker.wake());
+    app.addHook('onReady', async () => worker.start());
+    app.addHook('preClose', async () => worker.stopClaiming());
+    app.addHook('onClose', async () => {
+      stopListening();
+      await worker.close();
+    });
+    webhookMetrics(app, opts.sql, worker);
+    const rule: AddressRule = options;
+    await app.register(webhookRoutes, { sql: opts.sql, worker, rule, feed, prefix: '/system/webhook-api' });
+  },
+  { name: 'webhooks', dependencies: ['audit', 'metrics'], decorators: { fastify: ['auditFeed', 'metrics'] } },
+);
 
 /** docs/operations.md#metrics: per endpoint its backlog and failed attempts (read when scraped), and this node's attempts. */
 function webhookMetrics(app: FastifyInstance, sql: Sql, worker: WebhookWorker): void {
@@ -55,12 +57,7 @@ function webhookMetrics(app: FastifyInstance, sql: Sql, worker: WebhookWorker): 
       },
     });
   }
-  let reading: Promise<Awaited<ReturnType<typeof backlogs>> | undefined> | undefined;
-  const read = () =>
-    (reading ??= Promise.race([
-      backlogs(sql).catch(() => undefined),
-      new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), BACKLOG_READ_WITHIN_MS).unref()),
-    ]).finally(() => (reading = undefined)));
+  const read = scrapeRead(() => backlogs(sql));
   const labelNames = ['tenant_id', 'endpoint'] as const;
   new Gauge({
     name: 'webhook_endpoint_backlog',
