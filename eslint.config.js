@@ -7,14 +7,46 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-// Import boundaries: every arrow points down this list, never back up
-// (docs/architecture.md#layers).
-//   1. composition   src/app.ts, src/main.ts
-//   2. web           src/http/, *.routes.ts, *.plugin.ts, audit.stream.ts: Fastify lives here
-//   3. rules         *.sql.ts, *.service.ts, *.schema.ts, ... : plain functions (sql, input), no Fastify;
-//                    among them audit < auth < depts < users < tenants; webhooks sit on audit alone
-//   4. foundations   src/identity/ (who acts), src/db/ (connections, locks), src/core/ (errors, ids, time, limits)
-const WEB = [
+// Import boundaries (docs/architecture.md#layers), held at two levels.
+//
+// Rooms: each folder of src/ names the rooms it may import; together they
+// form this graph, which has no circle (tests/conventions.test.ts checks it
+// lists every folder and stays acyclic), so no arrow runs back up. The files
+// at the top of src/ (app.ts, main.ts, config.ts, ...) compose the rooms:
+// any room may be imported there, and no room imports them.
+export const ROOMS = {
+  core: [],
+  db: ['core'],
+  identity: ['core', 'db'],
+  http: ['core', 'db'],
+  traces: ['core', 'db'],
+  metrics: ['core', 'db'],
+  audit: ['core', 'db', 'identity', 'http', 'metrics'],
+  apikeys: ['core', 'db', 'identity', 'http', 'audit'],
+  auth: ['core', 'db', 'identity', 'http', 'audit', 'apikeys'],
+  depts: ['core', 'db', 'identity', 'http', 'audit'],
+  users: ['core', 'db', 'identity', 'http', 'audit', 'auth', 'depts'],
+  tenants: ['core', 'db', 'identity', 'http', 'audit', 'auth', 'depts', 'users'],
+  webhooks: ['core', 'db', 'identity', 'http', 'audit', 'metrics'],
+  scim: ['core', 'db', 'identity', 'http', 'depts', 'users'],
+};
+
+// Layers inside a room: Fastify lives in the web files alone (routes,
+// plugins, replies, the SSE stream, src/http/, the metrics and traces rooms, the
+// composition). Every other file of src/ is a rule or a foundation: plain
+// functions (sql, input) that load no web framework and no web file.
+const WEB_FILES = [
+  'src/http/**',
+  'src/metrics/**',
+  'src/traces/**',
+  'src/**/*.routes.ts',
+  'src/**/*.plugin.ts',
+  'src/**/*.reply.ts',
+  'src/audit/audit.stream.ts',
+  'src/app.ts',
+  'src/main.ts',
+];
+const NO_WEB = [
   {
     group: ['fastify', 'fastify-plugin', '@fastify/*'],
     message: 'Rules and foundations load no web framework: take a Caller (src/identity/caller.ts), not a request.',
@@ -24,67 +56,24 @@ const WEB = [
     message: 'The web layer imports rules, never the other way round.',
   },
 ];
-const domain = (...names) => names.map((name) => `**/${name}/*`);
-const RULES = [
-  'src/**/*.sql.ts',
-  'src/**/*.service.ts',
-  'src/**/*.schema.ts',
-  'src/**/*.fields.ts',
-  'src/**/*.rules.ts',
-  'src/**/*.locks.ts',
-  'src/**/*.record.ts',
-  'src/**/*.chart.ts',
-  'src/**/*.chart.*.ts',
-  'src/**/*.depth.ts',
-  'src/audit/audit.feed.ts',
-  'src/auth/password.ts',
-  'src/auth/session.cache.ts',
-  'src/webhooks/webhook.{address,delivery,options,send,sign}.ts',
-  'src/bootstrap.ts',
-  'src/config.ts',
-  'src/reset-password.ts',
-];
-const below = (files, names, message) => ({
-  files,
-  rules: { 'no-restricted-imports': ['error', { patterns: [...WEB, ...(names.length ? [{ group: domain(...names), message }] : [])] }] },
-});
+
+/** The import patterns a file of `room` may not use: the rooms it does not list, and the top of src/. */
+function roomRefusals(room) {
+  const may = ROOMS[room];
+  const others = Object.keys(ROOMS).filter((other) => other !== room && !may.includes(other));
+  const message = `${room} imports ${may.length ? `only ${may.join(', ')}` : 'no other room'} (eslint.config.js ROOMS, docs/architecture.md#layers).`;
+  return [
+    ...(others.length ? [{ group: others.map((other) => `**/${other}/*`), message }] : []),
+    { group: ['../*.js'], message: 'The top of src/ composes the rooms; a room takes what it needs from there as an option, never as an import.' },
+  ];
+}
+const refuse = (files, patterns, ignores = []) => ({ files, ignores, rules: { 'no-restricted-imports': ['error', { patterns }] } });
 const importBoundaries = [
-  below(RULES, []),
-  below(
-    ['src/audit/*.{sql,record,schema}.ts', 'src/audit/audit.feed.ts'],
-    ['auth', 'depts', 'users', 'tenants'],
-    'audit rules come first: nothing of auth, depts, users or tenants.',
-  ),
-  below(
-    ['src/auth/*.{sql,service,schema}.ts', 'src/auth/password.ts', 'src/auth/session.cache.ts'],
-    ['depts', 'users', 'tenants'],
-    'auth rules sit below depts, users and tenants.',
-  ),
-  below(
-    ['src/depts/*.{sql,schema,chart,depth,rules,locks,fields}.ts', 'src/depts/*.chart.*.ts'],
-    ['auth', 'users', 'tenants'],
-    'department rules sit below users and tenants.',
-  ),
-  below(['src/users/*.{sql,schema,rules,fields}.ts'], ['tenants'], 'user rules sit below tenants.'),
-  below(
-    ['src/webhooks/*.{sql,fields,schema,rules,address,delivery,options,send,sign}.ts'],
-    ['auth', 'depts', 'users', 'tenants'],
-    'webhooks read the audit feed only: nothing of auth, depts, users or tenants.',
-  ),
-  below(['src/core/**', 'src/identity/**', 'src/db/**'], ['audit', 'auth', 'depts', 'users', 'tenants', 'webhooks'], 'Foundations import no rules.'),
-  {
-    // The audit room's web files (routes, plugin, stream) may use Fastify, but still not auth or the
-    // resources: what they need of auth (is a follower's session still live?) is handed in by app.ts.
-    files: ['src/audit/audit.{routes,plugin,stream}.ts'],
-    rules: {
-      'no-restricted-imports': [
-        'error',
-        {
-          patterns: [{ group: domain('auth', 'depts', 'users', 'tenants'), message: 'audit comes first: nothing of auth, depts, users or tenants.' }],
-        },
-      ],
-    },
-  },
+  // Later entries win for a file they match: every file first gets its room's refusals, then a room's
+  // rule files get the web refusals added.
+  ...Object.keys(ROOMS).map((room) => refuse([`src/${room}/**/*.ts`], roomRefusals(room))),
+  refuse(['src/*.ts'], NO_WEB, WEB_FILES.concat('src/health.routes.ts')),
+  ...Object.keys(ROOMS).map((room) => refuse([`src/${room}/**/*.ts`], [...NO_WEB, ...roomRefusals(room)], WEB_FILES)),
 ];
 
 export default tseslint.config(

@@ -1,5 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { ESLint } from 'eslint';
 import Fastify from 'fastify';
 import tseslint from 'typescript-eslint';
@@ -11,6 +12,8 @@ import '../src/auth/auth.plugin.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const read = (file: string) => readFileSync(join(ROOT, file), 'utf8');
+/** The rooms of src/ and the rooms each may import, as the lint holds them. */
+const { ROOMS: rooms } = (await import(pathToFileURL(join(ROOT, 'eslint.config.js')).href)) as { ROOMS: Record<string, string[]> };
 
 describe('conventions', () => {
   it('permission strings are a closed union: a misspelt route permission does not compile', () => {
@@ -58,4 +61,52 @@ describe('conventions', () => {
     expect(await refusals('src/depts/probe.sql.ts', uses('../identity/caller.js'))).toBe(0);
     expect(await refusals('src/depts/probe.routes.ts', uses('fastify'))).toBe(0);
   }, 60_000);
+  it('rooms: every folder of src/ is a room of the import graph, which has no circle, and every import between rooms is one it allows', () => {
+    const folders = readdirSync(join(ROOT, 'src'), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name);
+    expect(Object.keys(rooms).sort()).toEqual(folders.sort());
+    // No circle: a walk from each room never comes back to a room on its own path.
+    const walk = (room: string, path: string[]): void => {
+      expect(path, `a circle: ${[...path, room].join(' -> ')}`).not.toContain(room);
+      for (const next of rooms[room]!) walk(next, [...path, room]);
+    };
+    for (const room of Object.keys(rooms)) walk(room, []);
+    // The imports as written, folder to folder (what the lint holds file by file).
+    const arrows = new Set<string>();
+    const files = readdirSync(join(ROOT, 'src'), { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.ts'));
+    for (const file of files) {
+      const from = file.split('/')[0]!;
+      if (!(from in rooms)) continue;
+      for (const [, spec] of read(join('src', file)).matchAll(/(?:\bfrom|\bimport\s*\(?)\s*'(\.[^']+)'/g)) {
+        const to = relative(join(ROOT, 'src'), resolve(dirname(join(ROOT, 'src', file)), spec!)).split('/')[0]!;
+        if (to !== from) arrows.add(`${from} -> ${to}`);
+      }
+    }
+    const refused = [...arrows].filter((arrow) => {
+      const [from, to] = arrow.split(' -> ') as [string, string];
+      return !rooms[from]!.includes(to);
+    });
+    expect(refused).toEqual([]);
+    expect(arrows.size).toBeGreaterThan(30);
+  });
+
+  it('rooms: for each room an import of a room it does not list, and of the top of src/, fails lint; one it lists passes', async () => {
+    const eslint = new ESLint({ cwd: ROOT, overrideConfig: [{ files: ['**/*.ts'], ...tseslint.configs.disableTypeChecked }] });
+    const refusals = async (file: string, spec: string) => {
+      const [result] = await eslint.lintText(`import * as m from '${spec}';\nexport const used = m;\n`, { filePath: join(ROOT, file) });
+      return result!.messages.filter((m) => m.ruleId === 'no-restricted-imports').length;
+    };
+    const all = Object.keys(rooms);
+    for (const [room, may] of Object.entries(rooms)) {
+      // A probe in the room's routes file (web) and in a rules file: both are held to the room's list.
+      for (const probe of [`src/${room}/probe.routes.ts`, `src/${room}/probe.sql.ts`]) {
+        const above = all.find((other) => other !== room && !may.includes(other))!;
+        expect(await refusals(probe, `../${above}/x.js`), `${probe} importing ${above}`).toBeGreaterThan(0);
+        expect(await refusals(probe, '../config.js'), `${probe} importing the top of src/`).toBeGreaterThan(0);
+        if (may.length)
+          expect(await refusals(probe.replace('.sql.', '.routes.'), `../${may.at(-1)}/x.js`), `${probe} importing ${may.at(-1)}`).toBe(0);
+      }
+    }
+  }, 120_000);
 });
