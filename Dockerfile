@@ -25,7 +25,7 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 FROM ${NODE_IMAGE}
 # MALLOC_ARENA_MAX=2: glibc gives each thread that mallocs under contention an arena of its
 # own, each keeping its high-water mark; V8's compiling threads (PGlite's WASM in embedded mode)
-# left 30-45 MiB resident that way (docs/benchmark.md#memory-of-the-embedded-mode). npm start sets it too.
+# left memory resident that way (docs/benchmark.md#memory-of-the-embedded-mode). npm start sets it too.
 ENV NODE_ENV=production PORT=8080 HOST=0.0.0.0 DATA_DIR=/app/data MANAGEMENT_PORT=9464 MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=runtime-deps /app/node_modules ./node_modules

@@ -91,7 +91,7 @@ export async function buildApp({
     level: config.logLevel,
     // No redaction: the request's line carries Fastify's `req` (method, URL, host, client), never its
     // headers, where tokens travel, nor its body, where passwords do (tests/logging.test.ts holds it at
-    // trace level). A redact path that can never match cost a percent of a by-id read's CPU (bench load).
+    // trace level). A redact path that can never match would still be walked on every line.
     stream: logStream ?? stdoutDestination(),
   };
   const app = Fastify({

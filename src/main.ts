@@ -36,15 +36,15 @@ async function openDatabase(config: Config): Promise<Database> {
  * reserved, the pages it touched resident and never returned), its compiled
  * code, and its per-query JavaScript garbage come on top of the service's own.
  * - Under load V8 let the JavaScript heap grow to about three times its live
- *   size before collecting it, which put the process at about 400 MiB; a
- *   growing factor of 1.3 keeps it near 280 MiB for about a tenth of the
- *   by-id read's throughput (bench load, embedded). V8 reads the factor at
- *   each collection, so it can be set here, after start.
+ *   size before collecting it; a growing factor of 1.3 keeps the process's
+ *   resident memory within its goal for a little of the by-id read's
+ *   throughput (docs/benchmark.md#memory-of-the-embedded-mode). V8 reads the
+ *   factor at each collection, so it can be set here, after start.
  * - PGlite's module is compiled, and its hot functions compiled again, on
  *   V8's background threads; each thread that compiles mallocs into a glibc
  *   arena of its own, which keeps its high-water mark. One compilation task
- *   (set before PGlite is imported) keeps that to one arena, 15-35 MiB less
- *   resident, for a slower warm-up only: the code it ends with is the same.
+ *   (set before PGlite is imported) keeps that to one arena, less resident
+ *   memory for a slower warm-up only: the code it ends with is the same.
  * A flag given to node (its command line or NODE_OPTIONS) is left alone.
  */
 function keepMemorySmall(): void {

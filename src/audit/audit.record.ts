@@ -115,8 +115,8 @@ export function valuesSql(db: Db, recorded: Recorded, row: string): Fragment {
  * diff() of the rows `before` and `after` (table aliases), in SQL: only the
  * columns whose values differ. Each column is compared as it is and built
  * into the object only when it changed: a `VALUES` row per column, each
- * value turned into jsonb and the rows aggregated, took the database about
- * four times as long (20,000 row pairs of sys_dept's columns: 167 vs 43 ms).
+ * value turned into jsonb and the rows aggregated, cost the database several
+ * times as much (docs/benchmark.md#cost-of-the-audit-trail).
  */
 export function diffSql(db: Db, recorded: Recorded, before: string, after: string): Fragment {
   const [b, a] = [plainName(before, 'identifier'), plainName(after, 'identifier')];

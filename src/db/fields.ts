@@ -56,7 +56,7 @@ export function plainName(name: string, kind: keyof typeof NAME_PATTERNS): strin
  * name. Built once per field list and alias, as one piece of text, and
  * reused. Why not a postgres.js fragment per column: building one captures a
  * stack trace, and nested fragments are walked again on every statement;
- * together they more than doubled the CPU of a by-id read (bench load). The
+ * together they cost a by-id read more than the rest of its work. The
  * text holds only names written in this code's field lists, each checked to
  * be a plain identifier (plainName): never input.
  */

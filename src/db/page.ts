@@ -63,7 +63,7 @@ const USUAL_LIMIT = { rows: EXACT_TOTAL_UP_TO + 1 };
  * every value if that plan is priced no higher. A LIMIT or OFFSET that is a
  * parameter is priced as a tenth of the rows, so on a big table the kept
  * plan looked dear and every execution of a first page was planned anew
- * (0.1-0.2 ms, as long as the walk itself), where on a small table it was
+ * (planning cost as much as the walk itself), where on a small table it was
  * kept. With the bound in the text, the plan is priced for 1,001 rows and
  * kept (docs/benchmark.md).
  */
@@ -92,8 +92,7 @@ async function countUpTo(sql: Db, from: (n: number) => Fragment, page: PageQuery
  * one statement that walks the list once, keys only, then reads the page's
  * rows by key. Why: with `OFFSET` and a separate count, a deep page read and
  * built every full row before it and the count walked the same rows again
- * (the platform's last tenant page, offset 10,000, was 8x the near-empty
- * database's). The walk reads `key` alone, so an index holding the key and
+ * (docs/benchmark.md#reads-across-10000-tenants). The walk reads `key` alone, so an index holding the key and
  * the WHERE's columns answers it without the table (an index-only scan);
  * the rows come from `row(k)`, one primary-key read each.
  *

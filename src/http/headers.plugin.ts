@@ -28,8 +28,7 @@ function cspHeader(directives: Record<string, string[]>): string {
  * referrer, a CSP that allows nothing (an answer opened in a browser runs
  * nothing), and HSTS for a TLS terminator that passes it on. They never vary
  * with the request, so they are written out once rather than computed by
- * helmet's middleware chain on every request, which cost about a tenth of
- * the by-id read's throughput (bench load).
+ * helmet's middleware chain on every request (docs/benchmark.md).
  */
 const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy': cspHeader({ 'default-src': ["'none'"], 'frame-ancestors': ["'none'"] }),
@@ -45,7 +44,7 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
  * (opener isolation, cross-origin embedding, prefetching, legacy IE and
  * Flash switches) and does nothing on a JSON answer. API answers go without
  * them: every header is parsed by every client on every answer, and these
- * seven were over half the header bytes of a by-id read (bench load).
+ * seven would be most of the header bytes of a small answer.
  */
 const DOCUMENT_HEADERS: Readonly<Record<string, string>> = {
   'cross-origin-opener-policy': 'same-origin',

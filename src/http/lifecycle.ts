@@ -50,7 +50,7 @@ export const lifecyclePlugin = fp<{ requestDeadlineMs: number }>(
     // One timer per request, armed on arrival and cleared on the answer; the body upload only moves the
     // clock's marks, and the rare timer that fires during or after an upload re-arms itself for what is left.
     // (A sweep over a map of requests in flight was tried: it kept every request reachable from an old
-    // object and doubled the young-generation GC time, bench load.) The state lives on the request itself.
+    // object, so requests outlived the young generation.) The state lives on the request itself.
     app.decorateRequest('deadline', null);
     const expire = (request: FastifyRequest, reply: FastifyReply) => {
       const deadline = request.deadline;

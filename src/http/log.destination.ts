@@ -10,19 +10,17 @@ const MAX_WAITING_BYTES = 8 * 2 ** 20;
 /**
  * The service's log destination: stdout, written without blocking the event
  * loop (docs/operations.md#logs). A write per line, even an asynchronous
- * one, cost about 5% of a by-id read's CPU (bench load, --cpu-prof; a
- * synchronous one a sixth, and a stdout that stops draining would stall
- * every request), so lines are gathered into batches.
+ * one, is a system call on libuv's thread pool per request (a synchronous
+ * one costs more, and a stdout that stops draining would stall every
+ * request), so lines are gathered into batches.
  *
  * The batch is gathered here, in an array, and handed joined to pino's
  * asynchronous writer (sonic-boom). sonic-boom can gather by itself, but it
  * measures the bytes of its whole pending buffer on every line it is given
  * (Buffer.byteLength, which first flattens the joined string), so each line
- * cost a copy of everything gathered before it: about 2.8 µs and several KB
- * of garbage per line where the line itself takes 0.6 µs to build, and
- * under load about 4.5 KB of a by-id read's 29 KB of allocation (young-
- * generation collections per 100,000 reads: 114-118 before, 97 after). Here
- * a line costs an array push; sonic-boom sees one string per batch.
+ * cost a copy of everything gathered before it, several times what the line
+ * itself costs to build (docs/benchmark.md, the request line's writes).
+ * Here a line costs an array push; sonic-boom sees one string per batch.
  *
  * pino's writer flushes when the process exits, a crash included, and the
  * batch gathered here is handed to it first (the exit hook below): only a

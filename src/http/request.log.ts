@@ -10,8 +10,8 @@ type Destination = Record<symbol, unknown> & { write(line: string): unknown };
 /**
  * One log line per request, written when it has been answered: method, URL,
  * client, status and time. Fastify's default writes two (one on arrival, one
- * on completion), each a synchronous write to stdout, and the second cost
- * about a tenth of a by-id read's throughput (bench load). A request still
+ * on completion), each a synchronous write to stdout: a second write per
+ * request that the fastest reads notice (docs/benchmark.md). A request still
  * running is visible through the deadline's warning (lifecycle.ts), which
  * every request reaches within 8 s. A route's own `logLevel` (the health
  * probes log at warn) silences its line.
@@ -20,8 +20,7 @@ type Destination = Record<symbol, unknown> & { write(line: string): unknown };
  * pino would write with Fastify's `req` and `res` serializers (a test holds
  * the two equal): it is the one line every request writes, and pino's
  * general path (serializer calls, a walk over the object's keys, the
- * strings built along the way) was about a third of what logging cost a by-id
- * read. Errors, and any logger or destination this does not know how to
+ * strings built along the way) was most of what the line cost. Errors, and any logger or destination this does not know how to
  * write to (no logger, a transport that wants pino's metadata), take pino's
  * path.
  */

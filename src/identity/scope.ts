@@ -13,8 +13,8 @@ import { isSuperadmin, type Caller } from './caller.js';
  * down from `root` through the parent index (tenant_parent never changes, so
  * the parent links and the paths agree), so the cost follows the size of the
  * subtree, not of the whole tenant table: reading and splitting every
- * tenant's path made a small tenant's list 18 times slower among 10,000
- * tenants than alone.
+ * tenant's path made a small tenant's list grow with the table
+ * (docs/benchmark.md#reads-across-10000-tenants).
  */
 export function inTenantSubtree(sql: Db, alias: string, root: string) {
   return subtreeWalk(sql, alias, root);

@@ -71,8 +71,8 @@ interface Series {
 /**
  * http_request_duration_seconds, the one metric written on every request.
  * prom-client's Histogram validates and hashes the labels of every
- * observation, even through a labelled child: about 3 µs, some 2% of a
- * by-id read's CPU (bench load). Here a series is found by one Map lookup
+ * observation, even through a labelled child, a visible part of a by-id
+ * read's CPU (docs/benchmark.md#cost-of-the-metrics). Here a series is found by one Map lookup
  * and counted in an array; the exposition (registry.metrics(), through
  * get()) is prom-client's own, in the same shape as its Histogram.
  */
