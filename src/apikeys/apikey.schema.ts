@@ -1,28 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Day, Nullable, PageOf, PageParams } from '../core/common.schema.js';
+import { PageOf, PageParams } from '../core/common.schema.js';
+import { propertiesOf } from '../db/fields.js';
+import { KEY_FIELDS } from './apikey.fields.js';
 
-// API keys (docs/security.md#api-keys): one schema for a key as read; the
-// create body and the create answer (with the key, shown once) derive from it.
+// API keys (docs/security.md#api-keys): one schema for a key as read, from
+// its field list; the create body and the create answer (with the key, shown
+// once) derive from it.
 
-export const ApiKey = Type.Object(
-  {
-    id: Type.Integer({ description: 'The key id' }),
-    name: Type.String({
-      minLength: 1,
-      maxLength: 50,
-      pattern: '^[^\\s](.*[^\\s])?$',
-      description: 'Unique among the live keys of your tenant; audit records name the key `apikey:<name>`',
-    }),
-    role: Type.Union([Type.Literal('admin'), Type.Literal('user')], { description: 'What the key may do; never above your own role' }),
-    expiresAt: Nullable(
-      Type.String({ format: 'date', pattern: Day.pattern, description: 'The last day the key is honoured (`YYYY-MM-DD`); null: no end' }),
-    ),
-    createBy: Type.String(),
-    createTime: Type.String(),
-    lastUsedTime: Nullable(Type.String({ description: 'The minute the key was last honoured' })),
-  },
-  { $id: 'ApiKey' },
-);
+export const ApiKey = Type.Object(propertiesOf(KEY_FIELDS), { $id: 'ApiKey' });
 
 export const ApiKeyCreate = Type.Object(
   {

@@ -2,7 +2,9 @@ import type { PendingQuery, Row } from 'postgres';
 import type { Db, Tx } from '../db/database.js';
 import { pageOf, type PageQuery } from '../db/page.js';
 import { assert } from '../core/app.error.js';
-import { formatDateTime, today } from '../core/time.js';
+import { today } from '../core/time.js';
+import { fromRow, selectList } from '../db/fields.js';
+import { KEY_FIELDS } from './apikey.fields.js';
 import type { Actor } from '../identity/caller.js';
 import { recordAudit, type Changes } from '../audit/audit.record.js';
 import { BLOCKING_COLUMNS, BLOCKING_TENANT, tenantProblem, type TenantState } from '../identity/tenant.state.js';
@@ -14,38 +16,21 @@ import type { ApiKey, ApiKeyCreate, ApiKeyCreated } from './apikey.schema.js';
 
 type Fragment = PendingQuery<Row[]>;
 
-interface KeyRow {
-  id: number;
-  name: string;
-  role: 'admin' | 'user';
-  expiresAt: string | null;
-  createBy: string;
-  createTime: Date;
-  lastUsedTime: Date | null;
-}
-
-const COLUMNS = (sql: Db) => sql`
-  k.key_id::int AS id, k.name, k.role, k.expires_at::text AS "expiresAt", k.create_by AS "createBy",
-  k.create_time AS "createTime", k.last_used_time AS "lastUsedTime"`;
-
-const toApiKey = ({ createTime, lastUsedTime, ...row }: KeyRow): ApiKey => ({
-  ...row,
-  createTime: formatDateTime(createTime),
-  lastUsedTime: formatDateTime(lastUsedTime),
-});
+const COLUMNS = (sql: Db) => selectList(sql, 'k', KEY_FIELDS);
+const toApiKey = (row: Row): ApiKey => fromRow(row, KEY_FIELDS);
 
 /** What an audit record says of a key: never the key or its hash. */
 const described = (k: Pick<ApiKey, 'name' | 'role' | 'expiresAt'>): Changes => ({ name: k.name, role: k.role, expiresAt: k.expiresAt });
 
 export async function getApiKey(sql: Db, tenantId: string, id: number): Promise<ApiKey | undefined> {
-  const [row] = await sql<KeyRow[]>`
+  const [row] = await sql`
     SELECT ${COLUMNS(sql)} FROM sys_api_key k WHERE k.tenant_id = ${tenantId} AND k.key_id = ${id} AND k.revoke_time IS NULL`;
   return row && toApiKey(row);
 }
 
 /** The tenant's live (unrevoked) keys, expired ones included, oldest first. */
 export async function listApiKeys(sql: Db, tenantId: string, page: PageQuery): Promise<{ total: number; rows: ApiKey[] }> {
-  const result = await pageOf<KeyRow>(
+  const result = await pageOf<Row>(
     sql,
     { select: COLUMNS(sql), from: sql`sys_api_key k WHERE k.tenant_id = ${tenantId} AND k.revoke_time IS NULL`, orderBy: sql`k.key_id` },
     page,
@@ -57,7 +42,7 @@ export async function listApiKeys(sql: Db, tenantId: string, page: PageQuery): P
 export async function createApiKey(tx: Tx, actor: Actor, input: ApiKeyCreate, hash: Buffer): Promise<Omit<ApiKeyCreated, 'key'>> {
   const expiresAt = input.expiresAt ?? null;
   assert(expiresAt === null || expiresAt >= today(), 400, `expiresAt ${expiresAt} has passed; a key's last day is today or later`);
-  const [row] = await tx<KeyRow[]>`
+  const [row] = await tx`
     INSERT INTO sys_api_key AS k (tenant_id, name, role, key_hash, expires_at, create_by)
     VALUES (${actor.tenantId}, ${input.name}, ${input.role}, ${hash}, ${expiresAt}::date, ${actor.userName})
     RETURNING ${COLUMNS(tx)}`;
@@ -68,7 +53,7 @@ export async function createApiKey(tx: Tx, actor: Actor, input: ApiKeyCreate, ha
 
 /** Revokes a live key for good; 404 when the caller's tenant has no live key of that id. */
 export async function revokeApiKey(tx: Tx, actor: Actor, id: number): Promise<void> {
-  const [row] = await tx<KeyRow[]>`
+  const [row] = await tx`
     UPDATE sys_api_key k SET revoke_time = now(), revoke_by = ${actor.userName}
     WHERE k.tenant_id = ${actor.tenantId} AND k.key_id = ${id} AND k.revoke_time IS NULL
     RETURNING ${COLUMNS(tx)}`;

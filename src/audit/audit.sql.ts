@@ -3,25 +3,16 @@ import type { Db } from '../db/database.js';
 import { keyedPageOf } from '../db/page.js';
 import { contains } from '../db/sql.helpers.js';
 import { assert } from '../core/app.error.js';
-import { formatDateTimeMs } from '../core/time.js';
 import { isSuperadmin, type Caller } from '../identity/caller.js';
 import { tenantsReadableBy } from '../identity/scope.js';
 import type { AuditListQuery, AuditRecord } from './audit.schema.js';
+import { recordColumns, toAuditRecord } from './audit.fields.js';
 
 /** The channel a sequencer run announces new positions on, to every node (LISTEN/NOTIFY). */
 export const FEED_CHANNEL = 'audit_feed';
 
 /** A piece of SQL built with the sql tag, to be placed inside another statement. */
 type Fragment = PendingQuery<Row[]>;
-
-type AuditRow = Omit<AuditRecord, 'time'> & { time: Date };
-
-const COLUMNS = (sql: Db) => sql`
-  a.position::text AS id, a.time, a.tenant_id AS "tenantId", a.user_name AS "userName",
-  a.user_tenant_id AS "userTenantId", a.action, a.entity_type AS "entityType", a.entity_id AS "entityId",
-  a.request_id AS "requestId", a.ip, a.changes`;
-
-const toRecord = (row: AuditRow): AuditRecord => ({ ...row, time: formatDateTimeMs(row.time) });
 
 /**
  * Rule: a caller sees the records of its own tenant and of every tenant
@@ -145,28 +136,28 @@ export async function listAudit(
     query.entityType === undefined &&
     query.entityId === undefined &&
     query.tenantId === undefined;
-  const page = await keyedPageOf<AuditRow>(
+  const page = await keyedPageOf<Row>(
     sql,
     {
       key: sql`a.position`,
       descending: true,
       from,
-      row: (k) => sql`SELECT ${COLUMNS(sql)} FROM audit_log a WHERE a.position = ${k}`,
+      row: (k) => sql`SELECT ${recordColumns(sql)} FROM audit_log a WHERE a.position = ${k}`,
       ...(byTime && { pageKeys: windowPage(sql, filters, begin, end, await windowPositions(sql, begin, end)) }),
     },
     query,
   );
-  return { ...page, rows: page.rows.map(toRecord) };
+  return { ...page, rows: page.rows.map(toAuditRecord) };
 }
 
 /** The feed: up to `limit` visible records after the cursor, in position (commit) order. */
 export async function changesAfter(sql: Db, viewer: Caller, after: string | undefined, limit: number): Promise<AuditRecord[]> {
   const from = visibleRecords(sql, viewer, sql`AND a.position > ${after ?? '0'}::bigint`, 'ASC');
-  const rows = await sql<AuditRow[]>`
-    SELECT ${COLUMNS(sql)} FROM ${from(limit)}
+  const rows = await sql`
+    SELECT ${recordColumns(sql)} FROM ${from(limit)}
     ORDER BY a.position
     LIMIT ${limit}`;
-  return rows.map(toRecord);
+  return rows.map(toAuditRecord);
 }
 
 /**

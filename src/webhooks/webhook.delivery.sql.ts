@@ -1,6 +1,6 @@
 import type { Db, Tx } from '../db/database.js';
 import { recordAudit } from '../audit/audit.record.js';
-import type { AuditRecord } from '../audit/audit.schema.js';
+import { recordColumns } from '../audit/audit.fields.js';
 import { cursorExpired, receives } from './webhook.rules.js';
 
 // The delivery queue's statements (docs/webhooks.md#delivery), run by the
@@ -38,10 +38,8 @@ export interface Attempt {
  * holds it to that tenant, and its subtree is then walked once.
  */
 export async function pendingRecords(sql: Db, endpoint: Pick<ClaimedEndpoint, 'tenantId' | 'id' | 'cursor'>, limit: number) {
-  return sql<(Omit<AuditRecord, 'time'> & { time: Date })[]>`
-    SELECT a.position::text AS id, a.time, a.tenant_id AS "tenantId", a.user_name AS "userName",
-      a.user_tenant_id AS "userTenantId", a.action, a.entity_type AS "entityType", a.entity_id AS "entityId",
-      a.request_id AS "requestId", a.ip, a.changes
+  return sql`
+    SELECT ${recordColumns(sql)}
     FROM webhook_endpoint c, audit_log a
     WHERE c.tenant_id = ${endpoint.tenantId} AND c.endpoint_id = ${endpoint.id}
       AND a.position > ${endpoint.cursor}::bigint AND ${receives(sql, endpoint.tenantId)}

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Sql } from '../db/database.js';
 import { transaction } from '../db/retry.js';
 import { formatDateTimeMs } from '../core/time.js';
+import { toAuditRecord } from '../audit/audit.fields.js';
 import { coalesced } from '../core/coalesced.js';
 import { retryDelayMs, type DeliveryOptions } from './webhook.options.js';
 import { send, type SendResult } from './webhook.send.js';
@@ -146,11 +147,11 @@ export class WebhookWorker {
       // (maintenance disables the endpoint, "cursor expired").
       const oldest = await oldestRetained(this.sql);
       if (oldest !== null && BigInt(e.cursor) + 1n < BigInt(oldest)) return release(this.sql, this.node, e);
-      for (const { time, ...record } of records) {
+      for (const row of records) {
         if (this.closed || !this.leaseCovers(leasedAt)) return release(this.sql, this.node, e);
+        const record = toAuditRecord(row);
         const eventId = `audit_${record.id}`;
-        const { id, ...rest } = record;
-        const body = eventBody(record.action, time, { id, time: formatDateTimeMs(time), ...rest });
+        const body = eventBody(record.action, row.time as Date, record);
         const result = await send(this.options, e.url, eventId, e.secrets, body, this.stopping.signal);
         // Cut off by shutdown: not the receiver's failure; the lease goes back and the record is sent again.
         if (this.stopping.signal.aborted) return release(this.sql, this.node, e);
