@@ -3,7 +3,7 @@ import type { Sql } from '../src/db/database.js';
 import { GROUP_FILTER_ATTRIBUTES, USER_FILTER_ATTRIBUTES } from '../src/scim/scim.attributes.js';
 import { ScimError } from '../src/scim/scim.error.js';
 import { parseFilter } from '../src/scim/scim.filter.js';
-import { filterToSql, type FilterAttributes } from '../src/scim/scim.filter.sql.js';
+import { filterToSql, type FilterAttributes } from '../src/scim/scim.filter.where.js';
 import { openTestDatabase, type TestDatabase } from './support/test-database.js';
 
 // SCIM filters (RFC 7644 §3.4.2.2) evaluated on a real database: rows are

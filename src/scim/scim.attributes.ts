@@ -1,9 +1,9 @@
 import type { Db } from '../db/database.js';
 import type { FilterAttribute } from './scim.compare.js';
-import type { FilterAttributes } from './scim.filter.sql.js';
+import type { FilterAttributes } from './scim.filter.where.js';
 
 // What a SCIM filter may name, and where each is stored: the allowlist
-// filterToSql (scim.filter.sql.ts) takes its columns from. Users are sys_user
+// filterToSql (scim.filter.where.ts) takes its columns from. Users are sys_user
 // rows under the alias `u`, Groups are departments, sys_dept rows under `g`.
 // Attribute names are lower-cased (RFC 7643 §2.1: case-insensitive).
 

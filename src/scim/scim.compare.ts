@@ -4,10 +4,10 @@ import { invalidFilter, shown } from './scim.error.js';
 import type { CompareOp, Literal } from './scim.filter.js';
 
 // One comparison of a SCIM filter (RFC 7644 §3.4.2.2) on one attribute, as
-// SQL: the leaves of the tree scim.filter.sql.ts translates, and the
+// SQL: the leaves of the tree scim.filter.where.ts translates, and the
 // attribute they compare (where it is stored, its type). Each is two-valued
 // (false, never NULL, where the column has no value), which is what lets
-// scim.filter.sql.ts read `not` and `ne` as plain complements. The literal is
+// scim.filter.where.ts read `not` and `ne` as plain complements. The literal is
 // always a bound parameter.
 
 type Fragment = PendingQuery<Row[]>;

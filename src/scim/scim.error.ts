@@ -5,7 +5,7 @@
 // scim.values.ts, scim.patch.ts, scim.user.patch.ts, scim.group.patch.ts,
 // scim.user.state.ts, scim.group.state.ts (bodies and PATCH operations),
 // scim.resource.ts (a path id), and the filter's parser, translation and
-// comparisons (scim.filter.ts, scim.filter.sql.ts, scim.compare.ts: an
+// comparisons (scim.filter.ts, scim.filter.where.ts, scim.compare.ts: an
 // unknown attribute or a wrong type is as much `invalidFilter` as a syntax
 // error, and no statement has run). Modules that read or write the database
 // (scim.user.sql.ts, scim.group.sql.ts) throw domain errors instead: AppError,

@@ -2,7 +2,7 @@ import { invalidFilter, shown } from './scim.error.js';
 
 // The SCIM `filter` query parameter (RFC 7644 §3.4.2.2), parsed by hand into
 // a small tree. The tree names attributes as the client wrote them; what they
-// mean, and the SQL they become, is scim.filter.sql.ts's business, which
+// mean, and the SQL they become, is scim.filter.where.ts's business, which
 // imports this file and never the other way round.
 
 export type CompareOp = 'eq' | 'ne' | 'co' | 'sw' | 'ew' | 'gt' | 'ge' | 'lt' | 'le';
@@ -11,7 +11,7 @@ export type Literal = string | number | boolean | null;
 /**
  * A parsed filter. `path` is the attribute path as written (it may carry a
  * schema URN prefix); names are case-insensitive (RFC 7643 §2.1), so
- * filterToSql (scim.filter.sql.ts) lower-cases them before the lookup.
+ * filterToSql (scim.filter.where.ts) lower-cases them before the lookup.
  * Inside a `value` node (`emails[type eq "work"]`) paths name
  * sub-attributes of `path`.
  */

@@ -5,7 +5,7 @@ import { requestActor } from '../identity/caller.js';
 import { ifMatchOf } from '../core/version.js';
 import { ScimError } from './scim.error.js';
 import { parseFilter } from './scim.filter.js';
-import { filterToSql } from './scim.filter.sql.js';
+import { filterToSql } from './scim.filter.where.js';
 import { USER_FILTER_ATTRIBUTES } from './scim.attributes.js';
 import { sendScim } from './scim.reply.js';
 import { createScimUser, deleteScimUser, findScimUsers, getScimUser, patchScimUser, type ScimUserRow } from './scim.user.sql.js';
