@@ -73,7 +73,7 @@ export const BoundedPageOf = (row: TSchema, options: { $id?: string } = {}) =>
   );
 
 export const Phone = Type.String({ maxLength: 20, pattern: '^[0-9 +-]*$', description: 'Digits, spaces, + and -' });
-/** A calendar day. */
+/** A calendar day; `format: date` refuses one that does not exist (2025-02-30). */
 export const Day = Type.String({ format: 'date', pattern: '^(?!0000)\\d{4}-\\d{2}-\\d{2}$', description: 'YYYY-MM-DD, year 0001 or later' });
 
 export const Email = Type.String({ maxLength: 50, format: 'email' });

@@ -7,8 +7,8 @@ import { field } from '../db/fields.js';
 // default. tenant.schema.ts builds the schemas from these lists and
 // tenant.sql.ts its SELECT list, row mapping and write columns.
 
-const Code = Type.String({ pattern: '^[0-9]{6}$', description: 'Six-digit business code' });
-/** A real calendar date: 2025-02-30 is refused. */
+/** A tenant's code (`tenantId`, `tenantParent`), also sent by the create and update bodies. */
+export const TenantCode = Type.String({ pattern: '^[0-9]{6}$', description: 'Six-digit business code' });
 const Quota = Type.Integer({ minimum: 0, maximum: INT4_MAX, description: 'Default 0' });
 const Rule = Nullable(Type.String({ maxLength: 2000, description: 'null when not configured' }));
 const NonBlank = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '\\S' });
@@ -16,13 +16,11 @@ const required = { write: { required: true as const } };
 const zero = { write: { default: 0 } };
 const none = { write: { default: null } };
 
-export { Code as TenantCode };
-
 /** The top-level fields of a TenantDTO. */
 export const TENANT_FIELDS = {
   id: field('id', Type.String({ pattern: '^[0-9]{19}$', description: 'Internal snowflake-style id; used in paths' }), { asText: true }),
-  tenantId: field('tenant_id', Code),
-  tenantParent: field('tenant_parent', Nullable(Code)),
+  tenantId: field('tenant_id', TenantCode),
+  tenantParent: field('tenant_parent', Nullable(TenantCode)),
   tenantName: field('tenant_name', NonBlank(50), required),
   startTime: field('start_time', Nullable(Day), { asText: true, ...none }),
   endTime: field('end_time', Nullable(Day), { asText: true, ...none }),
