@@ -48,7 +48,7 @@ export interface Database {
 /**
  * Bounded waits on PostgreSQL (docs/operations.md). A silent statement is cut
  * after STATEMENT_DEADLINE_MS and a connection attempt after CONNECT_TIMEOUT_S,
- * so with the request deadline (src/http/deadline.ts) a frozen database turns
+ * so with the request deadline (src/http/lifecycle.ts) a frozen database turns
  * requests into 503 within 10 s. Reconnect back-off is capped at 2 s so the
  * pool comes back soon after the database does.
  */

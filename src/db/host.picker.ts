@@ -1,7 +1,7 @@
 /**
  * docs/operations.md#failover: which of DATABASE_URL's hosts a new connection
  * dials. postgres.js is given only the first host (src/db/url.ts, driverUrl)
- * and the socket factory (src/db/socket.ts) asks this picker instead: the
+ * and the socket factory (src/db/socket.factory.ts) asks this picker instead: the
  * driver's own walk of a host list round-robins on every connection and, in
  * 3.4.9, never counts the hosts it has tried (porsager/postgres#1174, pull
  * request #1175), so with every host down a statement waited forever.

@@ -112,7 +112,7 @@ export function isUnavailable(error: unknown): boolean {
  * milliseconds, and a server that is shutting down still accepts connections
  * only to refuse them with 57P03): asked again at once, the same server
  * refuses the retry too. 50 ms lets it finish going, so the retry's new
- * connection finds the next host (src/db/deadline.ts, HostPicker).
+ * connection finds the next host (src/db/host.picker.ts).
  */
 const RETRY_PAUSE_MS = 50;
 

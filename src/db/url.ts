@@ -79,7 +79,7 @@ export function targetSessionAttrs(target: DatabaseTarget): { target_session_att
 /**
  * The URL for postgres.js: only the first host, and no target_session_attrs
  * (passed as an option instead, see targetSessionAttrs). The socket factory
- * (src/db/deadline.ts) dials whichever host is current, so postgres.js never
+ * (src/db/socket.factory.ts) dials whichever host is current, so postgres.js never
  * walks a host list itself: with several hosts, 3.4.9 leaves a statement
  * pending forever when the connection is lost while the first statement on a
  * new connection is in flight (it takes the loss for one more host to try).
