@@ -7,6 +7,9 @@ import tseslint from 'typescript-eslint';
 import { describe, expect, it } from 'vitest';
 import type { Permission } from '../src/identity/roles.js';
 import '../src/auth/auth.plugin.js';
+import { deptRoutes } from '../src/depts/dept.routes.js';
+import { webhookPlugin } from '../src/webhooks/webhook.plugin.js';
+import type { Sql } from '../src/db/database.js';
 
 // Project conventions a type-check or a file listing can prove.
 
@@ -109,4 +112,14 @@ describe('conventions', () => {
       }
     }
   }, 120_000);
+
+  it('wiring: a plugin registered before what it declares it needs is refused by Fastify', async () => {
+    const sql = {} as Sql; // never reached: the dependency check comes first
+    const routes = Fastify();
+    await expect(routes.register(deptRoutes, { sql, chartCacheBytes: 0 })).rejects.toThrow(
+      /dependency '@fastify\/swagger'|"@fastify\/swagger"|@fastify\/swagger/,
+    );
+    const webhooks = Fastify();
+    await expect(webhooks.register(webhookPlugin, { sql })).rejects.toThrow(/audit/);
+  });
 });
