@@ -21,13 +21,14 @@ export const ROOMS = {
   http: ['core', 'db'],
   traces: ['core', 'db'],
   metrics: ['core', 'db'],
+  outbound: ['core'],
   audit: ['core', 'db', 'identity', 'http', 'metrics'],
   apikeys: ['core', 'db', 'identity', 'http', 'audit'],
   auth: ['core', 'db', 'identity', 'http', 'audit', 'apikeys'],
   depts: ['core', 'db', 'identity', 'http', 'audit'],
   users: ['core', 'db', 'identity', 'http', 'audit', 'auth', 'depts'],
   tenants: ['core', 'db', 'identity', 'http', 'audit', 'auth', 'depts', 'users'],
-  webhooks: ['core', 'db', 'identity', 'http', 'audit', 'metrics'],
+  webhooks: ['core', 'db', 'identity', 'http', 'audit', 'metrics', 'outbound'],
   scim: ['core', 'db', 'identity', 'http', 'depts', 'users'],
 };
 

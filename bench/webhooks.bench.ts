@@ -13,7 +13,7 @@
 //    takes from the same process.
 
 import { performance } from 'node:perf_hooks';
-import { parseAllowedCidrs } from '../src/webhooks/webhook.address.js';
+import { parseAllowedCidrs } from '../src/outbound/outbound.address.js';
 import { openInProcess } from './harness/inprocess.js';
 import { anyFreePort, start, stopAll, waitReady } from './harness/processes.js';
 import { inTurn, versus } from './harness/stats.js';

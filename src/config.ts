@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { DEFAULT_TOKEN_TTL } from './core/limits.js';
 import { APPLICATION_NAME, DatabaseUrlError, parseDatabaseUrl } from './db/url.js';
 import { tracesConfig, TracesConfigError, type TracesConfig } from './traces/traces.config.js';
-import { AddressRuleError, parseAllowedCidrs } from './webhooks/webhook.address.js';
+import { AddressRuleError, parseAllowedCidrs } from './outbound/outbound.address.js';
 import { DELIVERY_DEFAULTS, type DeliveryOptions } from './webhooks/webhook.options.js';
 
 export interface Config {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from './support/app.js';
 import { WebhookReceiver } from './support/webhook-receiver.js';
-import { parseAllowedCidrs } from '../src/webhooks/webhook.address.js';
+import { parseAllowedCidrs } from '../src/outbound/outbound.address.js';
 import { purgeAudit } from '../src/audit/audit.sql.js';
 
 // The address rule (docs/webhooks.md#addresses) and cursor expiry, on a

@@ -1,5 +1,5 @@
 import { describe, expect, inject, it } from 'vitest';
-import { parseAllowedCidrs } from '../src/webhooks/webhook.address.js';
+import { parseAllowedCidrs } from '../src/outbound/outbound.address.js';
 import type { DeliveryOptions } from '../src/webhooks/webhook.options.js';
 import { buildTestApp, Client, ADMIN_PASSWORD, secondNode, type Node, type TestApp } from './support/app.js';
 import { call, loginAt, serviceDatabase, startService, type Service } from './support/service.js';

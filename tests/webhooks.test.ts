@@ -4,7 +4,7 @@ import { buildTestApp, createUserAndLogin, type Client, type TestApp } from './s
 import { createTenantWithAdmin } from './support/tenants.js';
 import { provisionTenant, readTenant, writable } from './support/tenant-fixtures.js';
 import { WebhookReceiver, type Received } from './support/webhook-receiver.js';
-import { parseAllowedCidrs } from '../src/webhooks/webhook.address.js';
+import { parseAllowedCidrs } from '../src/outbound/outbound.address.js';
 
 // Webhooks through HTTP against a real loopback receiver (docs/webhooks.md):
 // the endpoints API, Standard Webhooks signatures checked by an independent

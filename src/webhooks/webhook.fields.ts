@@ -11,7 +11,7 @@ import { AUDIT_FIELDS, field } from '../db/fields.js';
 
 const ACTION_PATTERN = '^[a-z]+(\\.[a-z_]+|\\.\\*)$';
 
-/** Only http(s) URLs of at most 2 KB; which addresses they may reach is checked on every connection (webhook.address.ts). */
+/** Only http(s) URLs of at most 2 KB; which addresses they may reach is checked on every connection (src/outbound/outbound.address.ts). */
 const Url = Type.String({
   minLength: 8,
   maxLength: 2048,

@@ -1,4 +1,4 @@
-import type { AddressRule } from './webhook.address.js';
+import type { AddressRule } from '../outbound/outbound.address.js';
 
 // What one node's webhook delivery is configured with (WEBHOOK_* in
 // src/config.ts), its defaults, and the rule that reads the retry schedule.

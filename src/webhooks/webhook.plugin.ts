@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Counter, Gauge } from 'prom-client';
 import type { Sql } from '../db/database.js';
 import { scrapeRead } from '../metrics/scrape.read.js';
-import type { AddressRule } from './webhook.address.js';
+import type { AddressRule } from '../outbound/outbound.address.js';
 import { WebhookWorker } from './webhook.delivery.js';
 import { backlogs } from './webhook.maintenance.sql.js';
 import { DELIVERY_DEFAULTS, type DeliveryOptions } from './webhook.options.js';

@@ -9,7 +9,7 @@ import { routesPlugin } from '../http/routes.plugin.js';
 import { requestActor } from '../identity/caller.js';
 import { assertReceiverUrl } from './webhook.rules.js';
 import type { WebhookWorker } from './webhook.delivery.js';
-import type { AddressRule } from './webhook.address.js';
+import type { AddressRule } from '../outbound/outbound.address.js';
 import type { AuditFeed } from '../audit/audit.feed.js';
 import { newSecret } from './webhook.sign.js';
 import {

@@ -2,7 +2,7 @@ import { AppError } from '../core/app.error.js';
 import type { Db } from '../db/database.js';
 import { PLATFORM_TENANT } from '../identity/roles.js';
 import { inTenantSubtree, inTenantSubtreeOf } from '../identity/scope.js';
-import { AddressRuleError, checkLiteral, type AddressRule } from './webhook.address.js';
+import { AddressRuleError, checkLiteral, type AddressRule } from '../outbound/outbound.address.js';
 
 /**
  * Rule (when an endpoint is saved): an http(s) URL without a fragment or credentials;

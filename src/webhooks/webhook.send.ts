@@ -1,12 +1,12 @@
-import http from 'node:http';
-import https from 'node:https';
-import { checkLiteral, guardedLookup, hostOf, type AddressRule } from './webhook.address.js';
+import type { AddressRule } from '../outbound/outbound.address.js';
+import { outboundRequest, outboundUrl } from '../outbound/outbound.agents.js';
 import { signedHeaders } from './webhook.sign.js';
 
 // One delivery attempt: a signed POST, cut off at the timeout, redirects not
-// followed, the address rule applied to the socket's own lookup. Only the
-// first KB of the answer is kept; the rest is read and dropped so the
-// connection can be reused (keep-alive agents, one per protocol and rule).
+// followed, the address rule applied to the socket's own lookup (both from
+// the outbound room, src/outbound/, which every outbound call goes through).
+// Only the first KB of the answer is kept; the rest is read and dropped so
+// the connection can be reused (keep-alive agents, one per protocol and rule).
 
 /** The stored part of a receiver's answer. */
 const RESPONSE_KEPT_BYTES = 1024;
@@ -24,21 +24,6 @@ export interface SendResult {
   response: string;
   /** Seconds the receiver asked to wait (Retry-After), when it did. */
   retryAfterSeconds?: number;
-}
-
-const agents = new WeakMap<AddressRule, { 'http:': http.Agent; 'https:': https.Agent }>();
-
-/** Keep-alive agents whose every new connection goes through the guarded lookup. */
-function agentsFor(rule: AddressRule) {
-  let pair = agents.get(rule);
-  if (!pair) {
-    pair = {
-      'http:': new http.Agent({ keepAlive: true, maxSockets: 256, lookup: guardedLookup(rule, 'http:') as never }),
-      'https:': new https.Agent({ keepAlive: true, maxSockets: 256, lookup: guardedLookup(rule, 'https:') as never }),
-    };
-    agents.set(rule, pair);
-  }
-  return pair;
 }
 
 /** Retry-After as seconds: a number of seconds or an HTTP date. */
@@ -72,21 +57,15 @@ export function send(options: SendOptions, url: string, id: string, secrets: str
 
     let target: URL;
     try {
-      target = new URL(url);
-      if (target.protocol !== 'https:' && target.protocol !== 'http:') throw new Error(`${target.protocol} is not http(s)`);
-      checkLiteral(options, target);
+      target = outboundUrl(options, url);
     } catch (err) {
       return failed(describe(err));
     }
-    const lib = target.protocol === 'https:' ? https : http;
-    const request = lib.request(
+    const request = outboundRequest(
+      options,
+      target,
       {
-        protocol: target.protocol,
-        hostname: hostOf(target),
-        port: target.port || undefined,
-        path: `${target.pathname}${target.search}`,
         method: 'POST',
-        agent: agentsFor(options)[target.protocol as 'http:' | 'https:'],
         headers: {
           'content-type': 'application/json',
           'content-length': body.length,

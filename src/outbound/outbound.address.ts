@@ -1,15 +1,18 @@
 import { BlockList, isIP } from 'node:net';
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 
-// Which addresses a delivery may connect to (docs/webhooks.md#addresses).
+// Which addresses an outbound call may connect to (docs/webhooks.md#addresses):
+// a webhook delivery, and any other call this service makes to a URL it was
+// given (an identity provider's discovery document, its keys, its token
+// endpoint).
 //
-// A receiver URL is a caller's input, so without a rule it would let any
-// tenant admin make this service POST into the network it runs in (the
+// Such a URL is a caller's input, so without a rule it would let any tenant
+// admin make this service send requests into the network it runs in (the
 // database, a metadata service, an admin port). The rule: only public
 // addresses, unless an address lies in WEBHOOK_ALLOWED_CIDRS; http:// only
 // to an allowed address. It is checked on the address actually connected
 // to: the check runs inside the socket's DNS lookup (`guardedLookup`), so a
-// name that resolved to a public address when the endpoint was saved and to
+// name that resolved to a public address when the URL was saved and to
 // 127.0.0.1 now (DNS rebinding) is refused at connect time. An IP literal
 // skips the lookup, so it is checked before the request (`checkLiteral`).
 
