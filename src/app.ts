@@ -41,7 +41,7 @@ export interface AppOptions {
   /** The Database's exchange counters (Database.exchanges), for the db_* metrics; none without them. */
   exchanges?: ExchangeObserver;
   config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'> &
-    Partial<Pick<Config, 'corsOrigins' | 'chartCacheMb' | 'auditRetentionDays' | 'webhooks'>>;
+    Partial<Pick<Config, 'corsOrigins' | 'chartCacheMb' | 'auditRetentionDays' | 'outbound' | 'webhooks'>>;
   /** Audit feed internals (notification mode, stream timings); tests set them. */
   audit?: AuditOptions;
   /** false: no logging (tests). Otherwise pino at config.logLevel, to stdout or to logStream. */
@@ -152,6 +152,7 @@ export async function buildApp({
     audit: { retentionDays: config.auditRetentionDays, ...audit },
     sessionIsLive: (viewer) => (viewer.apiKeyId === undefined ? sessionIsLive(sql, viewer) : apiKeyIsLive(sql, viewer.tenantId, viewer.apiKeyId)),
   });
-  await app.register(webhookPlugin, { sql, webhooks: { ...config.webhooks, ...webhooks } });
+  // Deliveries follow the address rule of every outbound call (config.outbound).
+  await app.register(webhookPlugin, { sql, webhooks: { ...config.webhooks, ...config.outbound, ...webhooks } });
   return app;
 }

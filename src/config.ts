@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { DEFAULT_TOKEN_TTL } from './core/limits.js';
 import { APPLICATION_NAME, DatabaseUrlError, parseDatabaseUrl } from './db/url.js';
 import { tracesConfig, TracesConfigError, type TracesConfig } from './traces/traces.config.js';
-import { AddressRuleError, parseAllowedCidrs } from './outbound/outbound.address.js';
+import { AddressRuleError, parseAllowedCidrs, type AddressRule } from './outbound/outbound.address.js';
 import { DELIVERY_DEFAULTS, type DeliveryOptions } from './webhooks/webhook.options.js';
 
 export interface Config {
@@ -39,8 +39,10 @@ export interface Config {
   managementHost: string;
   /** OpenTelemetry traces (the standard OTEL_* variables); undefined: off, the SDK is never loaded. */
   traces: TracesConfig | undefined;
-  /** Webhook delivery (docs/webhooks.md): addresses allowed besides public ones, one attempt's limit, the retry steps. */
-  webhooks: Pick<DeliveryOptions, 'allowed' | 'timeoutMs' | 'retrySchedule'>;
+  /** Every outbound call, webhook deliveries included (docs/webhooks.md#addresses): the addresses allowed besides public ones. */
+  outbound: AddressRule;
+  /** Webhook delivery (docs/webhooks.md): one attempt's limit, the retry steps. */
+  webhooks: Pick<DeliveryOptions, 'timeoutMs' | 'retrySchedule'>;
 }
 
 export class ConfigError extends Error {}
@@ -133,18 +135,33 @@ function seconds(name: string, raw: string, max: number): number {
   return value;
 }
 
-function webhooks(env: NodeJS.ProcessEnv): Config['webhooks'] {
-  let allowed;
+/**
+ * OUTBOUND_ALLOWED_CIDRS, or WEBHOOK_ALLOWED_CIDRS, its name from when webhooks
+ * were the only outbound calls: still read, so a deployment that set it keeps
+ * its list. Both set to different lists is refused rather than one silently
+ * winning: which one the operator meant is not ours to guess.
+ */
+function outbound(env: NodeJS.ProcessEnv): Config['outbound'] {
+  const current = text(env, 'OUTBOUND_ALLOWED_CIDRS');
+  const former = text(env, 'WEBHOOK_ALLOWED_CIDRS');
+  if (current !== undefined && former !== undefined && current !== former) {
+    throw new ConfigError(
+      'OUTBOUND_ALLOWED_CIDRS and WEBHOOK_ALLOWED_CIDRS (its former name) are both set, to different lists: set only OUTBOUND_ALLOWED_CIDRS',
+    );
+  }
+  const name = current !== undefined ? 'OUTBOUND_ALLOWED_CIDRS' : 'WEBHOOK_ALLOWED_CIDRS';
   try {
-    allowed = parseAllowedCidrs(text(env, 'WEBHOOK_ALLOWED_CIDRS'));
+    return { allowed: parseAllowedCidrs(current ?? former) };
   } catch (err) {
-    if (err instanceof AddressRuleError) throw new ConfigError(`WEBHOOK_ALLOWED_CIDRS: ${err.message}`);
+    if (err instanceof AddressRuleError) throw new ConfigError(`${name}: ${err.message}`);
     throw err;
   }
+}
+
+function webhooks(env: NodeJS.ProcessEnv): Config['webhooks'] {
   const timeout = text(env, 'WEBHOOK_TIMEOUT');
   const schedule = text(env, 'WEBHOOK_RETRY_SCHEDULE');
   return {
-    allowed,
     timeoutMs: timeout === undefined ? DELIVERY_DEFAULTS.timeoutMs : seconds('WEBHOOK_TIMEOUT', timeout, 300) * 1000,
     retrySchedule:
       schedule === undefined
@@ -204,6 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     managementPort,
     managementHost: text(env, 'MANAGEMENT_HOST') ?? host,
     traces: traces(env),
+    outbound: outbound(env),
     webhooks: webhooks(env),
   };
 }

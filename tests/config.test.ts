@@ -29,7 +29,8 @@ describe('loadConfig', () => {
       chartCacheMb: 64,
       managementPort: 0,
       managementHost: '0.0.0.0',
-      webhooks: { allowed: undefined, timeoutMs: 10_000, retrySchedule: [5, 300, 1800, 7200, 18_000, 36_000, 36_000] },
+      outbound: { allowed: undefined },
+      webhooks: { timeoutMs: 10_000, retrySchedule: [5, 300, 1800, 7200, 18_000, 36_000, 36_000] },
     });
   });
 
@@ -98,9 +99,10 @@ describe('loadConfig', () => {
       chartCacheMb: 8,
       managementPort: 9464,
       managementHost: '10.0.0.5',
-      webhooks: { allowed: expect.any(BlockList), timeoutMs: 2500, retrySchedule: [1, 2.5, 60] },
+      outbound: { allowed: expect.any(BlockList) },
+      webhooks: { timeoutMs: 2500, retrySchedule: [1, 2.5, 60] },
     });
-    const allowed = loadConfig(env).webhooks.allowed!;
+    const allowed = loadConfig(env).outbound.allowed!;
     expect(['127.9.9.9', '10.1.2.200'].map((a) => allowed.check(a, 'ipv4'))).toEqual([true, true]);
     expect(allowed.check('::1', 'ipv6')).toBe(true);
     expect(allowed.check('10.1.3.1', 'ipv4')).toBe(false);
@@ -125,6 +127,23 @@ describe('loadConfig', () => {
     ]) {
       expect(() => loadConfig({ [name!]: value }), `${name}=${value}`).toThrow(new RegExp(name!));
     }
+  });
+
+  it('reads the outbound allow-list from OUTBOUND_ALLOWED_CIDRS or its former name WEBHOOK_ALLOWED_CIDRS, and refuses both set to different lists', () => {
+    const allows = (env: Record<string, string>, address: string) => loadConfig(env).outbound.allowed?.check(address, 'ipv4') ?? false;
+    expect(allows({ OUTBOUND_ALLOWED_CIDRS: '10.1.0.0/16' }, '10.1.2.3')).toBe(true);
+    expect(allows({ WEBHOOK_ALLOWED_CIDRS: '10.1.0.0/16' }, '10.1.2.3')).toBe(true);
+    expect(allows({ OUTBOUND_ALLOWED_CIDRS: '10.1.0.0/16', WEBHOOK_ALLOWED_CIDRS: '10.1.0.0/16' }, '10.1.2.3')).toBe(true);
+    expect(allows({ OUTBOUND_ALLOWED_CIDRS: '10.1.0.0/16', WEBHOOK_ALLOWED_CIDRS: '' }, '10.1.2.3')).toBe(true);
+    expect(allows({ OUTBOUND_ALLOWED_CIDRS: '', WEBHOOK_ALLOWED_CIDRS: '10.1.0.0/16' }, '10.1.2.3')).toBe(true);
+    expect(loadConfig({ OUTBOUND_ALLOWED_CIDRS: '' }).outbound.allowed).toBeUndefined();
+
+    const both = () => loadConfig({ OUTBOUND_ALLOWED_CIDRS: '10.1.0.0/16', WEBHOOK_ALLOWED_CIDRS: '10.2.0.0/16' });
+    expect(both).toThrow(ConfigError);
+    expect(both).toThrow(/OUTBOUND_ALLOWED_CIDRS.*WEBHOOK_ALLOWED_CIDRS/);
+    // A malformed list names the variable it was read from.
+    expect(() => loadConfig({ OUTBOUND_ALLOWED_CIDRS: '10.0.0.0/33' })).toThrow(/^OUTBOUND_ALLOWED_CIDRS: /);
+    expect(() => loadConfig({ WEBHOOK_ALLOWED_CIDRS: '10.0.0.0/33' })).toThrow(/^WEBHOOK_ALLOWED_CIDRS: /);
   });
 
   it('has no management listener unless MANAGEMENT_PORT is set; MANAGEMENT_HOST defaults to HOST', () => {

@@ -5,7 +5,7 @@ import { parseAllowedCidrs } from '../src/outbound/outbound.address.js';
 import { purgeAudit } from '../src/audit/audit.sql.js';
 
 // The address rule (docs/webhooks.md#addresses) and cursor expiry, on a
-// service whose WEBHOOK_ALLOWED_CIDRS lets in 10.0.0.0/8 only: loopback is
+// service whose OUTBOUND_ALLOWED_CIDRS lets in 10.0.0.0/8 only: loopback is
 // then refused like any non-public address, also behind a hostname (the
 // check runs on the address the socket connects to), and http:// is allowed
 // to the listed block alone. A loopback receiver listens, and must never be
@@ -45,7 +45,7 @@ describe('the address rule', () => {
     ]) {
       const res = await t.root.post(API, { url });
       expect(res.status, url).toBe(400);
-      expect(res.body.msg, url).toMatch(/url refused: address .* (is not public|is not in WEBHOOK_ALLOWED_CIDRS)/);
+      expect(res.body.msg, url).toMatch(/url refused: address .* (is not public|is not in OUTBOUND_ALLOWED_CIDRS)/);
     }
     // Inside the allowed block, http:// is accepted too.
     const ok = await t.root.post(API, { url: 'http://10.1.2.3:9/hook', events: ['nothing.matches'] });
@@ -63,7 +63,7 @@ describe('the address rule', () => {
     const tested = await t.root.post(`${API}/${plain.body.data.id}/test`);
     expect(tested.status).toBe(200);
     expect(tested.body.data.status).toBeNull();
-    expect(tested.body.data.body).toMatch(/localhost: address (127\.0\.0\.1|::1) is not in WEBHOOK_ALLOWED_CIDRS/);
+    expect(tested.body.data.body).toMatch(/localhost: address (127\.0\.0\.1|::1) is not in OUTBOUND_ALLOWED_CIDRS/);
     const tlsTested = await t.root.post(`${API}/${tls.body.data.id}/test`);
     expect(tlsTested.body.data.body).toMatch(/localhost: address (127\.0\.0\.1|::1) is not public/);
 
@@ -72,9 +72,9 @@ describe('the address rule', () => {
       await expect.poll(async () => (await t.root.get(`${API}/${id}`)).body.data.failures, { timeout: 10_000 }).toBe(1);
       const log = (await t.root.get(`${API}/${id}/deliveries`)).body.data.rows;
       expect(log[0]).toMatchObject({ attempt: 1, statusCode: null });
-      expect(log[0].error).toMatch(/not (public|in WEBHOOK_ALLOWED_CIDRS)/);
+      expect(log[0].error).toMatch(/not (public|in OUTBOUND_ALLOWED_CIDRS)/);
       const endpoint = (await t.root.get(`${API}/${id}`)).body.data;
-      expect(endpoint.lastError).toMatch(/not (public|in WEBHOOK_ALLOWED_CIDRS)/);
+      expect(endpoint.lastError).toMatch(/not (public|in OUTBOUND_ALLOWED_CIDRS)/);
       // The next attempt waits for the schedule's first step (30 s).
       expect(endpoint.nextAttemptTime).toBeTruthy();
       await t.root.delete(`${API}/${id}`);

@@ -9,7 +9,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 // Such a URL is a caller's input, so without a rule it would let any tenant
 // admin make this service send requests into the network it runs in (the
 // database, a metadata service, an admin port). The rule: only public
-// addresses, unless an address lies in WEBHOOK_ALLOWED_CIDRS; http:// only
+// addresses, unless an address lies in OUTBOUND_ALLOWED_CIDRS; http:// only
 // to an allowed address. It is checked on the address actually connected
 // to: the check runs inside the socket's DNS lookup (`guardedLookup`), so a
 // name that resolved to a public address when the URL was saved and to
@@ -51,7 +51,7 @@ for (const [net, prefix, family] of NON_PUBLIC) nonPublic.addSubnet(net, prefix,
 
 export class AddressRuleError extends Error {}
 
-/** Parses WEBHOOK_ALLOWED_CIDRS (`127.0.0.0/8,::1/128,10.1.2.3`); throws naming the bad entry. */
+/** Parses OUTBOUND_ALLOWED_CIDRS (`127.0.0.0/8,::1/128,10.1.2.3`); throws naming the bad entry. */
 export function parseAllowedCidrs(text: string | undefined): BlockList | undefined {
   if (!text) return undefined;
   const list = new BlockList();
@@ -98,8 +98,8 @@ function refusal(rule: AddressRule, address: string, protocol: string): string |
   const v4 = isIP(address) === 6 ? embeddedIpv4(address) : undefined;
   const [checked, family] = v4 ? [v4, 'ipv4' as const] : [address, isIP(address) === 4 ? ('ipv4' as const) : ('ipv6' as const)];
   if (rule.allowed?.check(checked, family) || (v4 && rule.allowed?.check(address, 'ipv6'))) return undefined;
-  if (protocol !== 'https:') return `address ${address} is not in WEBHOOK_ALLOWED_CIDRS, and http:// is allowed only there`;
-  if (nonPublic.check(checked, family)) return `address ${address} is not public and not in WEBHOOK_ALLOWED_CIDRS`;
+  if (protocol !== 'https:') return `address ${address} is not in OUTBOUND_ALLOWED_CIDRS, and http:// is allowed only there`;
+  if (nonPublic.check(checked, family)) return `address ${address} is not public and not in OUTBOUND_ALLOWED_CIDRS`;
   return undefined;
 }
 

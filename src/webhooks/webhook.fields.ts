@@ -16,7 +16,7 @@ const Url = Type.String({
   minLength: 8,
   maxLength: 2048,
   pattern: '^[hH][tT][tT][pP][sS]?://',
-  description: 'https:// (http:// only to an address in WEBHOOK_ALLOWED_CIDRS)',
+  description: 'https:// (http:// only to an address in OUTBOUND_ALLOWED_CIDRS)',
 });
 
 export const ENDPOINT_FIELDS = {

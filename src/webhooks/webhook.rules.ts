@@ -6,7 +6,7 @@ import { AddressRuleError, checkLiteral, type AddressRule } from '../outbound/ou
 
 /**
  * Rule (when an endpoint is saved): an http(s) URL without a fragment or credentials;
- * http:// only where WEBHOOK_ALLOWED_CIDRS lets some address in; an IP
+ * http:// only where OUTBOUND_ALLOWED_CIDRS lets some address in; an IP
  * literal must pass the address rule now. A hostname is judged on every
  * connection instead (its address can change), so saving one that resolves
  * to a refused address is allowed and each attempt fails, logged.
@@ -20,7 +20,7 @@ export function assertReceiverUrl(rule: AddressRule, text: string): void {
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new AppError(400, `url must be https:// (got ${url.protocol})`);
   if (url.protocol === 'http:' && !rule.allowed)
-    throw new AppError(400, 'url must be https:// (http:// is allowed only to addresses in WEBHOOK_ALLOWED_CIDRS, and none are set)');
+    throw new AppError(400, 'url must be https:// (http:// is allowed only to addresses in OUTBOUND_ALLOWED_CIDRS, and none are set)');
   if (url.hash) throw new AppError(400, 'url must not have a #fragment');
   // The URL is shown to every admin who can read the endpoint and its audit records: no secrets in it.
   if (url.username || url.password)
