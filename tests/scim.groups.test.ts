@@ -126,6 +126,24 @@ describe('SCIM Groups', () => {
     expect(moves[0].userName).toBe(`apikey:${scim.keyName}`);
   });
 
+  it('takes a displayName of 100 characters (a directory group name; an emoji counts once) as the deptName, and refuses 101 with invalidValue', async () => {
+    const displayName = `${`${name('Long')} ${'g'.repeat(100)}`.slice(0, 99)}😀`;
+    expect([...displayName]).toHaveLength(100);
+    const g = await group(displayName);
+    expect(g.displayName).toBe(displayName);
+    expect((await tenant.admin.get(`/system/dept-api/${g.id}`)).body.data.deptName).toBe(displayName);
+    const found = await scim.get(`/Groups?filter=${encodeURIComponent(`displayName eq "${displayName}"`)}`);
+    expect(found.body.Resources.map((r: any) => r.id)).toEqual([g.id]);
+    for (const res of [
+      await scim.post('/Groups', { schemas: [GROUP], displayName: `${displayName}x` }),
+      await scim.patch(`/Groups/${g.id}`, [{ op: 'replace', path: 'displayName', value: `${displayName}x` }]),
+    ]) {
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ schemas: [ERROR], status: '400', scimType: 'invalidValue' });
+      expect(res.body.detail).toContain('100');
+    }
+  });
+
   it('the depth limit holds: a group 51 levels down is refused and nothing is written', async () => {
     let parent = (await group()).id as string;
     for (let level = 2; level <= 50; level++) parent = (await group(name('Level'), { [DEPT]: { parentId: parent } })).id;

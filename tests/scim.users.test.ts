@@ -94,6 +94,25 @@ describe('SCIM Users', () => {
     }
   });
 
+  it('takes a displayName of 100 characters (a directory display name; an emoji counts once) as the nickName, and refuses 101 with invalidValue', async () => {
+    const displayName = `${'d'.repeat(99)}😀`;
+    expect([...displayName]).toHaveLength(100);
+    const created = await scim.post('/Users', userBody(uniqueName(), { displayName }));
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body.displayName).toBe(displayName);
+    expect((await tenant.admin.get(`/system/user-api/${created.body.id}`)).body.data.nickName).toBe(displayName);
+    const longer = `${displayName}d`;
+    for (const res of [
+      await scim.post('/Users', userBody(uniqueName(), { displayName: longer })),
+      await scim.patch(`/Users/${created.body.id}`, [{ op: 'replace', path: 'displayName', value: longer }]),
+    ]) {
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ schemas: [ERROR], status: '400', scimType: 'invalidValue' });
+      expect(res.body.detail).toContain('100');
+    }
+    expect((await scim.get(`/Users/${created.body.id}`)).body.displayName).toBe(displayName);
+  });
+
   it('a duplicate userName, in any case, is 409 uniqueness; a missing one 400', async () => {
     const userName = uniqueName();
     const first = await scim.post('/Users', userBody(userName));

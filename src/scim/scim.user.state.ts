@@ -1,4 +1,4 @@
-import { EMAIL_MAX, NAME_MAX, USER_NAME_MAX } from '../core/limits.js';
+import { EMAIL_MAX, NICK_NAME_MAX, USER_NAME_MAX } from '../core/limits.js';
 import { ScimError } from './scim.error.js';
 import { isAddress, isObject, isPhone, lowerKeys, optionalString, scimBoolean } from './scim.values.js';
 
@@ -83,7 +83,8 @@ export function checkUserState(state: UserState): UserState {
   if (state.userName.length < 1 || state.userName.length > USER_NAME_MAX || /\s/.test(state.userName)) {
     fail(`userName must be 1 to ${USER_NAME_MAX} characters without white space`);
   }
-  if (state.nickName.length > NAME_MAX) fail(`displayName must be at most ${NAME_MAX} characters`);
+  // In characters, as the REST API and the column count them (an emoji is one).
+  if ([...state.nickName].length > NICK_NAME_MAX) fail(`displayName must be at most ${NICK_NAME_MAX} characters`);
   for (const [what, value] of [
     ['name.givenName', state.givenName],
     ['name.familyName', state.familyName],
