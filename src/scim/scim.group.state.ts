@@ -1,7 +1,7 @@
 import { DEPT_NAME_MAX, INT4_MAX } from '../core/limits.js';
 import { Email } from '../core/common.schema.js';
 import { ScimError } from './scim.error.js';
-import { isAddress, isObject, isPhone, isScimId, lowerKeys, optionalString } from './scim.values.js';
+import { bodyAttributes, emptyAsNull, isAddress, isObject, isPhone, isScimId, optionalString } from './scim.values.js';
 
 // A SCIM Group as the department fields it maps to (docs/scim.md#groups):
 // read from a POST or PUT body, changed by PATCH (scim.group.patch.ts),
@@ -88,12 +88,12 @@ export function setExtension(state: GroupState, name: string, value: unknown): v
 
 /** A POST or PUT body as a state; what the body leaves out takes its default (PUT replaces). */
 export function groupFromBody(sent: Json): GroupState {
-  const body = lowerKeys(sent);
+  const body = bodyAttributes(sent, GROUP_SCHEMA);
   const displayName = body.displayname;
   if (typeof displayName !== 'string') return invalid('displayName is required');
   const state: GroupState = {
     displayName,
-    externalId: optionalString(body.externalid, 'externalId'),
+    externalId: emptyAsNull(optionalString(body.externalid, 'externalId')),
     parentId: 0,
     orderNum: 0,
     leader: null,
