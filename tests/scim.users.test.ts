@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, type TestApp } from './support/app.js';
+import { Client, createdId, secondNode, type TestApp } from './support/app.js';
 import { provisionTenant, type Provisioned } from './support/tenant-fixtures.js';
 import { ScimClient, URN, scimTenant, type ScimReply } from './support/scim.js';
 
@@ -446,5 +446,49 @@ describe('who may call SCIM', () => {
     const broken = await scim.raw('POST', '/Users', '{"userName": ', 'application/scim+json');
     expect(broken.status).toBe(400);
     expect(broken.body).toMatchObject({ schemas: [ERROR], scimType: 'invalidSyntax' });
+  });
+});
+
+describe('PUBLIC_URL (docs/operations.md#configuration)', () => {
+  it('is the base of every URL SCIM hands out, behind a proxy that ends TLS; the REST API keeps its relative Location', async () => {
+    const user = (await scim.post('/Users', userBody(uniqueName()))).body;
+    // Without it, the URLs are the request's own: behind a TLS proxy that is http://.
+    expect(user.meta.location).toMatch(new RegExp(`^http://[^/]+/scim/v2/Users/${user.id}$`));
+
+    const base = 'https://idm.example.com/people';
+    const node = await secondNode(t, { config: { jwtSecret: undefined, tokenTtl: 7200, logLevel: 'silent', publicUrl: base } });
+    try {
+      const proxied = new ScimClient(new Client(node.app, scim.as.token));
+      const behindProxy = { host: 'app-7.internal:8080', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'idm.example.com' };
+      const created = await proxied.raw('POST', '/Users', JSON.stringify(userBody(uniqueName())), undefined, undefined, behindProxy);
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      expect(created.headers.location).toBe(`${base}/scim/v2/Users/${created.body.id}`);
+      expect(created.body.meta.location).toBe(`${base}/scim/v2/Users/${created.body.id}`);
+
+      const group = await proxied.raw(
+        'POST',
+        '/Groups',
+        JSON.stringify({ schemas: [URN.group], displayName: `Proxied ${created.body.id}`, members: [{ value: created.body.id }] }),
+        undefined,
+        undefined,
+        behindProxy,
+      );
+      expect(group.status, JSON.stringify(group.body)).toBe(201);
+      expect(group.headers.location).toBe(`${base}/scim/v2/Groups/${group.body.id}`);
+      expect(group.body.meta.location).toBe(`${base}/scim/v2/Groups/${group.body.id}`);
+      expect(group.body.members).toEqual([expect.objectContaining({ $ref: `${base}/scim/v2/Users/${created.body.id}` })]);
+      const read = await proxied.get(`/Users/${created.body.id}`);
+      expect(read.body.groups).toEqual([expect.objectContaining({ $ref: `${base}/scim/v2/Groups/${group.body.id}` })]);
+      const listed = await proxied.get(`/Groups?filter=${encodeURIComponent(`id eq "${group.body.id}"`)}`);
+      expect(listed.body.Resources[0].meta.location).toBe(`${base}/scim/v2/Groups/${group.body.id}`);
+      expect((await proxied.get('/ServiceProviderConfig')).body.meta.location).toBe(`${base}/scim/v2/ServiceProviderConfig`);
+      expect((await proxied.get('/Schemas')).body.Resources.map((r: any) => r.meta.location)).toContain(`${base}/scim/v2/Schemas/${URN.user}`);
+
+      // The REST API's creates answer the new resource's path, relative as before.
+      const rest = await new Client(node.app, scim.as.token).post('/system/dept-api', { parentId: 0, deptName: `Rest ${created.body.id}` });
+      expect(rest.headers.location).toBe(`/system/dept-api/${createdId(rest)}`);
+    } finally {
+      await node.close();
+    }
   });
 });
