@@ -41,7 +41,7 @@ export interface AppOptions {
   /** The Database's exchange counters (Database.exchanges), for the db_* metrics; none without them. */
   exchanges?: ExchangeObserver;
   config: Pick<Config, 'jwtSecret' | 'tokenTtl' | 'logLevel'> &
-    Partial<Pick<Config, 'corsOrigins' | 'chartCacheMb' | 'auditRetentionDays' | 'outbound' | 'webhooks'>>;
+    Partial<Pick<Config, 'corsOrigins' | 'chartCacheMb' | 'auditRetentionDays' | 'outbound' | 'webhooks' | 'publicUrl'>>;
   /** Audit feed internals (notification mode, stream timings); tests set them. */
   audit?: AuditOptions;
   /** false: no logging (tests). Otherwise pino at config.logLevel, to stdout or to logStream. */
@@ -145,7 +145,7 @@ export async function buildApp({
   await app.register(userRoutes, { sql, prefix: '/system/user-api' });
   await app.register(tenantRoutes, { sql, prefix: '/system/tenant-api' });
   await app.register(apiKeyRoutes, { sql, prefix: '/system/apikey-api' });
-  await app.register(scimPlugin, { sql, prefix: '/scim/v2' });
+  await app.register(scimPlugin, { sql, prefix: '/scim/v2', publicUrl: config.publicUrl });
   await app.register(auditPlugin, {
     sql,
     listenSql: directSql,

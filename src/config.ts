@@ -28,6 +28,12 @@ export interface Config {
   auditRetentionDays: number;
   /** Budget of the serialised department charts kept per process (dept list/tree), in MiB. */
   chartCacheMb: number;
+  /**
+   * The service's address as its clients reach it (PUBLIC_URL, no trailing
+   * slash), the base of every absolute URL it hands out (SCIM's Location and
+   * meta.location); undefined: taken from each request.
+   */
+  publicUrl: string | undefined;
   /** Origins allowed to call from a browser (CORS); undefined: CORS off, no CORS headers. */
   corsOrigins: string[] | undefined;
   /** Seconds the start-up waits for the database to answer before giving up (docs/operations.md). */
@@ -115,6 +121,30 @@ function origins(env: NodeJS.ProcessEnv): string[] | undefined {
     }
   }
   return list.length > 0 ? list : undefined;
+}
+
+/**
+ * PUBLIC_URL: an absolute http:// or https:// URL, a path allowed (a proxy may
+ * serve the service under one), without query, fragment or credentials;
+ * returned normalised, without its trailing slash. The error never repeats
+ * the value, which may carry a password.
+ */
+function publicUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = text(env, 'PUBLIC_URL');
+  if (raw === undefined) return undefined;
+  const refuse = (why: string): never => {
+    throw new ConfigError(`PUBLIC_URL must be the service's address as its clients reach it, such as https://api.example.com: ${why}`);
+  };
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return refuse('it is not an absolute URL');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') refuse(`its scheme is ${url.protocol.slice(0, -1)}, not http or https`);
+  if (raw.includes('?') || raw.includes('#')) refuse('it has a query or a fragment');
+  if (url.username !== '' || url.password !== '') refuse('it carries a user name or password');
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, '');
 }
 
 function traces(env: NodeJS.ProcessEnv): TracesConfig | undefined {
@@ -215,6 +245,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel,
     auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, 1, 36_500),
     chartCacheMb: integer(env, 'CHART_CACHE_MB', DEFAULT_CHART_CACHE_MB, 0, 65_536),
+    publicUrl: publicUrl(env),
     corsOrigins: origins(env),
     dbStartTimeout: integer(env, 'DB_START_TIMEOUT', 30, 1, 3600),
     shutdownTimeout: integer(env, 'SHUTDOWN_TIMEOUT', 10, 0, 3600),

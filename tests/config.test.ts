@@ -55,6 +55,7 @@ describe('loadConfig', () => {
       WEBHOOK_TIMEOUT: '',
       WEBHOOK_RETRY_SCHEDULE: '',
       WEBHOOK_ALLOWED_CIDRS: '',
+      PUBLIC_URL: '',
     };
     expect(loadConfig(env)).toEqual(loadConfig({}));
   });
@@ -81,6 +82,7 @@ describe('loadConfig', () => {
       WEBHOOK_TIMEOUT: '2.5',
       WEBHOOK_RETRY_SCHEDULE: '1,2.5,60',
       WEBHOOK_ALLOWED_CIDRS: '127.0.0.0/8, ::1, 10.1.2.0/24',
+      PUBLIC_URL: 'https://api.example.com/',
     };
     expect(loadConfig(env)).toEqual({
       port: 3000,
@@ -99,6 +101,7 @@ describe('loadConfig', () => {
       chartCacheMb: 8,
       managementPort: 9464,
       managementHost: '10.0.0.5',
+      publicUrl: 'https://api.example.com',
       outbound: { allowed: expect.any(BlockList) },
       webhooks: { timeoutMs: 2500, retrySchedule: [1, 2.5, 60] },
     });
@@ -151,6 +154,42 @@ describe('loadConfig', () => {
     expect(loadConfig({ MANAGEMENT_PORT: '0' }).managementPort).toBe(0);
     expect(loadConfig({ HOST: '127.0.0.1', MANAGEMENT_PORT: '9464' })).toMatchObject({ managementPort: 9464, managementHost: '127.0.0.1' });
     expect(loadConfig({ PORT: '0', MANAGEMENT_PORT: '9464' }).managementPort).toBe(9464);
+  });
+
+  it('reads PUBLIC_URL as an absolute http(s) URL, a path allowed, without its trailing slash; unset means the request decides', () => {
+    expect(loadConfig({}).publicUrl).toBeUndefined();
+    for (const [raw, read] of [
+      ['https://api.example.com', 'https://api.example.com'],
+      ['https://api.example.com/', 'https://api.example.com'],
+      ['HTTPS://API.Example.com:443/', 'https://api.example.com'],
+      ['http://10.0.0.5:8080/', 'http://10.0.0.5:8080'],
+      ['https://example.com/dept-service//', 'https://example.com/dept-service'],
+      ['https://[::1]:8443/a/b', 'https://[::1]:8443/a/b'],
+    ]) {
+      expect(loadConfig({ PUBLIC_URL: raw }).publicUrl, raw).toBe(read);
+    }
+  });
+
+  it('refuses a PUBLIC_URL that is relative, not http(s), has a query, a fragment or credentials, naming the variable but not the value', () => {
+    for (const raw of [
+      'api.example.com',
+      '/scim',
+      'ftp://api.example.com',
+      'https://api.example.com/?tenant=1',
+      'https://api.example.com/?',
+      'https://api.example.com/#top',
+      'https://user:secret-pw@api.example.com',
+    ]) {
+      let thrown: unknown;
+      try {
+        loadConfig({ PUBLIC_URL: raw });
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown, raw).toBeInstanceOf(ConfigError);
+      expect((thrown as Error).message, raw).toContain('PUBLIC_URL');
+      expect((thrown as Error).message, raw).not.toContain('secret-pw');
+    }
   });
 
   it('reads CORS_ORIGINS as a comma-separated list of origins; unset or empty means CORS off', () => {

@@ -81,7 +81,7 @@ describe('create', () => {
     ['missing deptName', { deptName: undefined }, 'deptName'],
     ['missing parentId', { parentId: undefined }, 'parentId'],
     ['blank deptName', { deptName: '   ' }, 'deptName'],
-    ['deptName over 30', { deptName: 'x'.repeat(31) }, 'deptName'],
+    ['deptName over 100', { deptName: 'x'.repeat(101) }, 'deptName'],
     ['negative orderNum', { orderNum: -1 }, 'orderNum'],
     ['fractional orderNum', { orderNum: 1.5 }, 'orderNum'],
     ['leader over 20', { leader: 'x'.repeat(21) }, 'leader'],
@@ -159,9 +159,25 @@ describe('create', () => {
   });
 
   it('counts deptName in characters, not UTF-16 units', async () => {
-    const id = await create({ deptName: '😀'.repeat(30) });
-    expect((await dept(id)).deptName).toBe('😀'.repeat(30));
-    expect((await admin.post('/system/dept-api', { parentId: root, deptName: '😀'.repeat(31) })).status).toBe(400);
+    const id = await create({ deptName: '😀'.repeat(100) });
+    expect((await dept(id)).deptName).toBe('😀'.repeat(100));
+    expect((await admin.post('/system/dept-api', { parentId: root, deptName: '😀'.repeat(101) })).status).toBe(400);
+  });
+
+  it('takes a deptName of 100 characters (a directory group name) on create, update and the list filter; 101 is 400', async () => {
+    const long = `${unique('Long')} ${'n'.repeat(100)}`.slice(0, 100);
+    expect(long).toHaveLength(100);
+    const id = await create({ deptName: long });
+    expect((await dept(id)).deptName).toBe(long);
+    const listed = await admin.get(`/system/dept-api/list?deptName=${encodeURIComponent(long)}`);
+    expect(listed.body.data.map((d: { deptId: number }) => d.deptId)).toEqual([id]);
+    const renamed = `${long.slice(0, 99)}r`;
+    expect((await update({ deptId: id, parentId: root, deptName: renamed })).status).toBe(200);
+    expect((await dept(id)).deptName).toBe(renamed);
+    const tooLong = await update({ deptId: id, parentId: root, deptName: `${renamed}x` });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.msg).toContain('deptName');
+    expect((await dept(id)).deptName).toBe(renamed);
   });
 
   it('ignores server-generated fields sent by the client', async () => {

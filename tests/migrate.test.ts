@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEmbedded, openPostgres, type Database } from '../src/db/database.js';
 import { checkSequence, migrate, MigrationError } from '../src/db/migrate.js';
+import { bootstrap } from '../src/bootstrap.js';
 import { run, serviceDatabase, startService, type ServiceDatabase } from './support/service.js';
 import { openTestDatabase } from './support/test-database.js';
 
@@ -90,6 +91,55 @@ describe('migration checksums (migrate on a directory of its own)', () => {
     expect(await migrate(db.sql, url())).toEqual(['004_d.sql']);
     await unlink(join(dir, '004_d.sql'));
     await expect(migrate(db.sql, url())).rejects.toThrow(/sql\/004_d\.sql is recorded as applied to this database, but there is no such file/);
+  });
+});
+
+describe('019_long_names.sql on a database that ran the migrations before it', () => {
+  let db: Database;
+  let dir: string;
+  beforeAll(async () => {
+    db = await openTestDatabase({ empty: true });
+    db.deadline.ms = 0; // as at start-up, where migrations run without the statement deadline
+    dir = await mkdtemp(join(tmpdir(), 'migrate-019-'));
+  });
+  afterAll(async () => {
+    await db?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('widens deptName and nickName to 100 characters, keeping the rows and the sibling-name key', async () => {
+    const sqlDir = new URL('../sql/', import.meta.url);
+    const files = checkSequence(await readdir(sqlDir));
+    expect(files.at(-1)).toBe('019_long_names.sql');
+    for (const file of files.slice(0, -1)) await copyFile(new URL(file, sqlDir), join(dir, file));
+    await migrate(db.sql, pathToFileURL(`${dir}/`));
+    await bootstrap(db.sql, 'migrate-pw-1');
+    const lengths = () => db.sql<{ name: string; max: number }[]>`
+      SELECT table_name || '.' || column_name AS name, character_maximum_length AS max FROM information_schema.columns
+      WHERE table_schema = current_schema() AND (table_name, column_name) IN (('sys_dept', 'dept_name'), ('sys_user', 'nick_name'))
+      ORDER BY 1`;
+    expect(await lengths()).toEqual([
+      { name: 'sys_dept.dept_name', max: 30 },
+      { name: 'sys_user.nick_name', max: 30 },
+    ]);
+    const before = await db.sql`SELECT dept_id, dept_name FROM sys_dept ORDER BY dept_id`;
+
+    await copyFile(new URL('019_long_names.sql', sqlDir), join(dir, '019_long_names.sql'));
+    expect(await migrate(db.sql, pathToFileURL(`${dir}/`))).toEqual(['019_long_names.sql']);
+    expect(await lengths()).toEqual([
+      { name: 'sys_dept.dept_name', max: 100 },
+      { name: 'sys_user.nick_name', max: 100 },
+    ]);
+    expect(await db.sql`SELECT dept_id, dept_name FROM sys_dept ORDER BY dept_id`).toEqual(before);
+    const long = 'n'.repeat(100);
+    await db.sql`INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name) VALUES ('000000', 0, '0', ${long})`;
+    await expect(db.sql`INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name) VALUES ('000000', 0, '0', ${long})`).rejects.toThrow(
+      /sys_dept_sibling_name_key/,
+    );
+    await db.sql`UPDATE sys_user SET nick_name = ${long} WHERE tenant_id = '000000' AND user_name = 'admin'`;
+    await expect(db.sql`UPDATE sys_user SET nick_name = ${`${long}x`} WHERE tenant_id = '000000' AND user_name = 'admin'`).rejects.toThrow(
+      /too long/,
+    );
   });
 });
 

@@ -79,7 +79,7 @@ describe.skipIf(!inject('databaseUrl'))('a connection cut at the worst moment', 
     return { status: res.statusCode, body: res.json(), location: res.headers.location };
   }
 
-  /** Unique in the database, within deptName's 30 characters. */
+  /** Unique in the database, within deptName's 100 characters. */
   const uniqueName = (what: string) => `${what} ${++seq}-${randomBytes(2).toString('hex')}`;
 
   async function createDept(deptName: string): Promise<number> {

@@ -126,6 +126,71 @@ describe('SCIM Groups', () => {
     expect(moves[0].userName).toBe(`apikey:${scim.keyName}`);
   });
 
+  it('takes a displayName of 100 characters (a directory group name; an emoji counts once) as the deptName, and refuses 101 with invalidValue', async () => {
+    const displayName = `${`${name('Long')} ${'g'.repeat(100)}`.slice(0, 99)}😀`;
+    expect([...displayName]).toHaveLength(100);
+    const g = await group(displayName);
+    expect(g.displayName).toBe(displayName);
+    expect((await tenant.admin.get(`/system/dept-api/${g.id}`)).body.data.deptName).toBe(displayName);
+    const found = await scim.get(`/Groups?filter=${encodeURIComponent(`displayName eq "${displayName}"`)}`);
+    expect(found.body.Resources.map((r: any) => r.id)).toEqual([g.id]);
+    for (const res of [
+      await scim.post('/Groups', { schemas: [GROUP], displayName: `${displayName}x` }),
+      await scim.patch(`/Groups/${g.id}`, [{ op: 'replace', path: 'displayName', value: `${displayName}x` }]),
+    ]) {
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ schemas: [ERROR], status: '400', scimType: 'invalidValue' });
+      expect(res.body.detail).toContain('100');
+    }
+  });
+
+  it('"" for externalId clears it, on PUT and PATCH replace', async () => {
+    const g = await group(name(), { externalId: 'entra-1' });
+    const cleared = await scim.patch(`/Groups/${g.id}`, [{ op: 'replace', path: 'externalId', value: '' }]);
+    expect(cleared.status, JSON.stringify(cleared.body)).toBe(200);
+    expect(cleared.body).not.toHaveProperty('externalId');
+    expect((await scim.patch(`/Groups/${g.id}`, [{ op: 'replace', value: { externalId: 'entra-2' } }])).body.externalId).toBe('entra-2');
+    const put = await scim.put(`/Groups/${g.id}`, { schemas: [GROUP], displayName: g.displayName, externalId: '' });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expect(put.body).not.toHaveProperty('externalId');
+    const [row] = await t.sql`SELECT external_id FROM sys_dept WHERE tenant_id = ${tenant.tenant.tenantId} AND dept_id = ${Number(g.id)}`;
+    expect(row).toEqual({ external_id: null });
+  });
+
+  it('takes the core attributes nested under the Group schema URN, on POST and PUT; an attribute sent both ways takes the nested value', async () => {
+    const u = await user();
+    const parent = await group();
+    const displayName = name('Nested');
+    const created = await scim.post('/Groups', {
+      schemas: [GROUP, DEPT],
+      [GROUP]: { displayName, externalId: 'nested-1', members: [{ value: u.id }] },
+      [DEPT]: { parentId: parent.id },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body).toMatchObject({ displayName, externalId: 'nested-1', members: [expect.objectContaining({ value: u.id })] });
+    expect(created.body[DEPT]).toMatchObject({ parentId: parent.id });
+    expect(created.body).not.toHaveProperty(GROUP);
+    expect(await deptOf(u.id)).toBe(Number(created.body.id));
+
+    const put = await scim.put(`/Groups/${created.body.id}`, {
+      schemas: [GROUP],
+      displayName: 'Top level',
+      externalId: 'top-1',
+      [GROUP]: { displayName: `${displayName} renamed`, members: [] },
+    });
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    expect(put.body).toMatchObject({ displayName: `${displayName} renamed`, externalId: 'top-1', members: [] });
+    expect(put.body[DEPT]).toMatchObject({ parentId: null });
+    expect(await deptOf(u.id)).toBeNull();
+  });
+
+  it('a filter longer than 2,000 characters is 400 invalidFilter', async () => {
+    const res = await scim.get(`/Groups?filter=${encodeURIComponent(`displayName eq "${'a'.repeat(5000)}"`)}`);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ schemas: [ERROR], status: '400', scimType: 'invalidFilter' });
+    expect(res.body.detail).toContain('longer than 2000 characters');
+  });
+
   it('the depth limit holds: a group 51 levels down is refused and nothing is written', async () => {
     let parent = (await group()).id as string;
     for (let level = 2; level <= 50; level++) parent = (await group(name('Level'), { [DEPT]: { parentId: parent } })).id;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, type TestApp } from './support/app.js';
+import { Client, createdId, secondNode, type TestApp } from './support/app.js';
 import { provisionTenant, type Provisioned } from './support/tenant-fixtures.js';
-import { ScimClient, URN, scimTenant } from './support/scim.js';
+import { ScimClient, URN, scimTenant, type ScimReply } from './support/scim.js';
 
 // SCIM Users through HTTP (docs/scim.md#users): the tenant's users, for an
 // admin API key of that tenant; create, read, filter, page, project,
@@ -94,6 +94,25 @@ describe('SCIM Users', () => {
     }
   });
 
+  it('takes a displayName of 100 characters (a directory display name; an emoji counts once) as the nickName, and refuses 101 with invalidValue', async () => {
+    const displayName = `${'d'.repeat(99)}😀`;
+    expect([...displayName]).toHaveLength(100);
+    const created = await scim.post('/Users', userBody(uniqueName(), { displayName }));
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body.displayName).toBe(displayName);
+    expect((await tenant.admin.get(`/system/user-api/${created.body.id}`)).body.data.nickName).toBe(displayName);
+    const longer = `${displayName}d`;
+    for (const res of [
+      await scim.post('/Users', userBody(uniqueName(), { displayName: longer })),
+      await scim.patch(`/Users/${created.body.id}`, [{ op: 'replace', path: 'displayName', value: longer }]),
+    ]) {
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ schemas: [ERROR], status: '400', scimType: 'invalidValue' });
+      expect(res.body.detail).toContain('100');
+    }
+    expect((await scim.get(`/Users/${created.body.id}`)).body.displayName).toBe(displayName);
+  });
+
   it('a duplicate userName, in any case, is 409 uniqueness; a missing one 400', async () => {
     const userName = uniqueName();
     const first = await scim.post('/Users', userBody(userName));
@@ -161,6 +180,15 @@ describe('SCIM Users', () => {
         expect(res.body, filter).toMatchObject({ schemas: [ERROR], scimType: 'invalidFilter' });
       }
     }
+  });
+
+  it('a filter longer than 2,000 characters is 400 invalidFilter, from the filter parser, not the query schema', async () => {
+    const filter = `userName eq "${'a'.repeat(5000 - 'userName eq ""'.length)}"`;
+    expect(filter).toHaveLength(5000);
+    const res = await scim.get(`/Users?filter=${encodeURIComponent(filter)}`);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ schemas: [ERROR], status: '400', scimType: 'invalidFilter' });
+    expect(res.body.detail).toContain('longer than 2000 characters');
   });
 
   it('keeps the work phone and email apart from mobile, home and fax entries', async () => {
@@ -251,6 +279,79 @@ describe('SCIM Users', () => {
     const badOp = await scim.patch(`/Users/${created.id}`, [{ op: 'move', path: 'userName', value: 'x' }]);
     expect(badOp.status).toBe(400);
     expect(badOp.body.scimType).toBe('invalidSyntax');
+  });
+
+  it('"" for the work email, the work phone or externalId clears it, on PUT and PATCH replace (as Microsoft\'s SCIM validator sends it)', async () => {
+    const userName = uniqueName();
+    const full = userBody(userName, { phoneNumbers: [{ value: '+1 555 0100', type: 'work' }] });
+    const created = (await scim.post('/Users', full)).body;
+    const expectCleared = async (res: ScimReply) => {
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      expect(res.body).toMatchObject({ userName, emails: [], phoneNumbers: [] });
+      expect(res.body).not.toHaveProperty('externalId');
+      expect((await tenant.admin.get(`/system/user-api/${created.id}`)).body.data).toMatchObject({ email: null, phonenumber: null });
+      const [row] = await t.sql`SELECT external_id FROM sys_user WHERE tenant_id = ${tenant.tenant.tenantId} AND user_id = ${Number(created.id)}`;
+      expect(row).toEqual({ external_id: null });
+    };
+
+    await expectCleared(
+      await scim.patch(`/Users/${created.id}`, [
+        { op: 'replace', path: 'emails[type eq "work"].value', value: '' },
+        { op: 'replace', path: 'phoneNumbers[type eq "work"].value', value: '' },
+        { op: 'replace', path: 'externalId', value: '' },
+      ]),
+    );
+    expect((await scim.put(`/Users/${created.id}`, full)).body).toMatchObject({ emails: [{ value: userName }], externalId: `ext-${userName}` });
+    await expectCleared(
+      await scim.patch(`/Users/${created.id}`, [
+        {
+          op: 'replace',
+          value: { externalId: '', emails: [{ value: '', type: 'work', primary: true }], phoneNumbers: [{ value: '', type: 'work' }] },
+        },
+      ]),
+    );
+    expect((await scim.put(`/Users/${created.id}`, full)).status).toBe(200);
+    await expectCleared(
+      await scim.put(
+        `/Users/${created.id}`,
+        userBody(userName, { emails: [{ value: '', type: 'work', primary: true }], phoneNumbers: [{ value: '', type: 'work' }], externalId: '' }),
+      ),
+    );
+  });
+
+  it('takes the core attributes nested under the User schema URN, on POST and PUT; an attribute sent both ways takes the nested value', async () => {
+    const userName = uniqueName('nested');
+    const nested = (attributes: Record<string, unknown>, top: Record<string, unknown> = {}) => ({ schemas: [USER], ...top, [USER]: attributes });
+    const core = {
+      userName,
+      name: { givenName: 'Nested', familyName: 'Core' },
+      displayName: 'Nested Core',
+      emails: [{ value: userName, type: 'work', primary: true }],
+      externalId: `ext-${userName}`,
+      active: true,
+    };
+    const created = await scim.post('/Users', nested(core));
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body).toMatchObject(core);
+    expect(created.body).not.toHaveProperty(USER);
+    expect((await tenant.admin.get(`/system/user-api/${created.body.id}`)).body.data).toMatchObject({
+      userName,
+      nickName: 'Nested Core',
+      email: userName,
+    });
+
+    const put = await scim.put(
+      `/Users/${created.body.id}`,
+      nested({ userName, displayName: 'Nested wins', active: false }, { displayName: 'Top level', name: { givenName: 'Top' } }),
+    );
+    expect(put.status, JSON.stringify(put.body)).toBe(200);
+    // PUT replaces: what neither form sends returns to its default; the top-level name is kept where the nested form is silent.
+    expect(put.body).toMatchObject({ userName, displayName: 'Nested wins', active: false, name: { givenName: 'Top' }, emails: [] });
+    expect(put.body).not.toHaveProperty('externalId');
+
+    const notObject = await scim.post('/Users', { schemas: [USER], userName: uniqueName(), [USER]: 'userName' });
+    expect(notObject.status).toBe(400);
+    expect(notObject.body).toMatchObject({ schemas: [ERROR], scimType: 'invalidValue' });
   });
 
   it("deactivating ends the user's sessions and keeps it readable and filterable; DELETE is 204, then 404", async () => {
@@ -345,5 +446,49 @@ describe('who may call SCIM', () => {
     const broken = await scim.raw('POST', '/Users', '{"userName": ', 'application/scim+json');
     expect(broken.status).toBe(400);
     expect(broken.body).toMatchObject({ schemas: [ERROR], scimType: 'invalidSyntax' });
+  });
+});
+
+describe('PUBLIC_URL (docs/operations.md#configuration)', () => {
+  it('is the base of every URL SCIM hands out, behind a proxy that ends TLS; the REST API keeps its relative Location', async () => {
+    const user = (await scim.post('/Users', userBody(uniqueName()))).body;
+    // Without it, the URLs are the request's own: behind a TLS proxy that is http://.
+    expect(user.meta.location).toMatch(new RegExp(`^http://[^/]+/scim/v2/Users/${user.id}$`));
+
+    const base = 'https://idm.example.com/people';
+    const node = await secondNode(t, { config: { jwtSecret: undefined, tokenTtl: 7200, logLevel: 'silent', publicUrl: base } });
+    try {
+      const proxied = new ScimClient(new Client(node.app, scim.as.token));
+      const behindProxy = { host: 'app-7.internal:8080', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'idm.example.com' };
+      const created = await proxied.raw('POST', '/Users', JSON.stringify(userBody(uniqueName())), undefined, undefined, behindProxy);
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      expect(created.headers.location).toBe(`${base}/scim/v2/Users/${created.body.id}`);
+      expect(created.body.meta.location).toBe(`${base}/scim/v2/Users/${created.body.id}`);
+
+      const group = await proxied.raw(
+        'POST',
+        '/Groups',
+        JSON.stringify({ schemas: [URN.group], displayName: `Proxied ${created.body.id}`, members: [{ value: created.body.id }] }),
+        undefined,
+        undefined,
+        behindProxy,
+      );
+      expect(group.status, JSON.stringify(group.body)).toBe(201);
+      expect(group.headers.location).toBe(`${base}/scim/v2/Groups/${group.body.id}`);
+      expect(group.body.meta.location).toBe(`${base}/scim/v2/Groups/${group.body.id}`);
+      expect(group.body.members).toEqual([expect.objectContaining({ $ref: `${base}/scim/v2/Users/${created.body.id}` })]);
+      const read = await proxied.get(`/Users/${created.body.id}`);
+      expect(read.body.groups).toEqual([expect.objectContaining({ $ref: `${base}/scim/v2/Groups/${group.body.id}` })]);
+      const listed = await proxied.get(`/Groups?filter=${encodeURIComponent(`id eq "${group.body.id}"`)}`);
+      expect(listed.body.Resources[0].meta.location).toBe(`${base}/scim/v2/Groups/${group.body.id}`);
+      expect((await proxied.get('/ServiceProviderConfig')).body.meta.location).toBe(`${base}/scim/v2/ServiceProviderConfig`);
+      expect((await proxied.get('/Schemas')).body.Resources.map((r: any) => r.meta.location)).toContain(`${base}/scim/v2/Schemas/${URN.user}`);
+
+      // The REST API's creates answer the new resource's path, relative as before.
+      const rest = await new Client(node.app, scim.as.token).post('/system/dept-api', { parentId: 0, deptName: `Rest ${created.body.id}` });
+      expect(rest.headers.location).toBe(`/system/dept-api/${createdId(rest)}`);
+    } finally {
+      await node.close();
+    }
   });
 });

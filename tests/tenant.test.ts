@@ -350,18 +350,28 @@ describe('provisioning', () => {
     expect((await root.get('/system/dept-api/list')).body.data.map((d: { deptName: string }) => d.deptName)).not.toContain(companyName);
   });
 
-  it('a long companyName gives a root department of its first 30 characters', async () => {
-    const companyName = `${uniq('Long')} ${'y'.repeat(40)}`;
+  it('a companyName of 100 characters names the root department whole (a department name holds 100 too)', async () => {
+    const companyName = `${uniq('Long')} ${'y'.repeat(100)}`.slice(0, 100);
     const { admin } = await provisionTenant(t, root, { companyName });
     const depts = (await admin.get('/system/dept-api/list')).body.data;
-    expect(depts.map((d: { deptName: string }) => d.deptName)).toEqual([companyName.slice(0, 30)]);
+    expect(depts.map((d: { deptName: string }) => d.deptName)).toEqual([companyName]);
   });
 
-  it('cuts the root department name by characters, not UTF-16 units', async () => {
-    const companyName = `${'😀'.repeat(16)}${uniq('E')}`;
+  it('a first admin with a 100-character username gets it as its nickName too', async () => {
+    const username = `${uniq('adm')}@${'x'.repeat(100)}`.slice(0, 100);
+    const tenant = await createTenant(root, { username, password: PASSWORD });
+    const admin = await t.login(tenant.tenantId, username, PASSWORD);
+    const users = (await admin.get('/system/user-api/list')).body.data;
+    expect(users.map((u: { userName: string; nickName: string }) => [u.userName, u.nickName])).toEqual([[username, username]]);
+  });
+
+  it('measures the root department name in characters, not UTF-16 units', async () => {
+    const code = uniq('E');
+    const companyName = `${code}${'😀'.repeat(100 - code.length)}`;
+    expect([...companyName]).toHaveLength(100);
     const { admin } = await provisionTenant(t, root, { companyName });
     const depts = (await admin.get('/system/dept-api/list')).body.data;
-    expect(depts.map((d: { deptName: string }) => d.deptName)).toEqual([[...companyName].slice(0, 30).join('')]);
+    expect(depts.map((d: { deptName: string }) => d.deptName)).toEqual([companyName]);
   });
 
   it('an admin below the platform provisions tenants under its own too', async () => {

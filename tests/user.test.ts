@@ -148,6 +148,8 @@ describe('create, read, update, delete', () => {
       [{ password: PASSWORD, roles: 'user', userName: uniqueName() }, /roles/],
       [{ ...base, userName: uniqueName(), status: 1 }, /status/],
       [{ ...base, userName: uniqueName(), nickName: null }, /nickName/],
+      // Up to 100 characters (a directory's display name); 101 is too long.
+      [{ ...base, userName: uniqueName(), nickName: 'n'.repeat(101) }, /nickName/],
       [{ ...base, userName: 12345678 }, /userName/],
       [{ ...base, userName: uniqueName(), delFlag: '2' }, /delFlag/],
     ];
@@ -163,6 +165,18 @@ describe('create, read, update, delete', () => {
     const id = createdId(await b.admin.post('/system/user-api', { userName, email, password: PASSWORD, roles: ['user'] }));
     expect((await b.admin.get(`/system/user-api/${id}`)).body.data).toMatchObject({ userName, email });
     expect((await t.anon.post('/auth/login', { tenantId: b.tenantId, username: userName, password: PASSWORD })).status).toBe(200);
+  });
+
+  it('takes a nickName of up to 100 characters, counted in characters, on create and update', async () => {
+    const b = await createTenantWithAdmin(t);
+    const nickName = 'n'.repeat(100);
+    const { userId, userName } = await createUser(b.admin, { nickName });
+    expect((await b.admin.get<UserDto>(`/system/user-api/${userId}`)).body.data.nickName).toBe(nickName);
+    const emoji = '😀'.repeat(100);
+    expectStatus(await b.admin.put('/system/user-api', { userId, userName, roles: ['user'], nickName: emoji }), 200);
+    expect((await b.admin.get<UserDto>(`/system/user-api/${userId}`)).body.data.nickName).toBe(emoji);
+    expectStatus(await b.admin.put('/system/user-api', { userId, userName, roles: ['user'], nickName: `${emoji}😀` }), 400, /nickName/);
+    expect((await b.admin.get<UserDto>(`/system/user-api/${userId}`)).body.data.nickName).toBe(emoji);
   });
 
   it("refuses a tenantId other than the caller's (403) on create and update, and accepts its own", async () => {

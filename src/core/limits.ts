@@ -2,8 +2,15 @@
 // columns behind them), defined once: schemas, checks, server options and
 // messages all read them from here.
 
-/** Names: deptName, nickName, contactUserName (varchar(30) columns). */
-export const NAME_MAX = 30;
+/**
+ * A department's name and a user's display name (varchar(100) columns since
+ * sql/019_long_names.sql): identity providers send directory group and
+ * display names longer than RuoYi's 30 characters.
+ */
+export const DEPT_NAME_MAX = 100;
+export const NICK_NAME_MAX = 100;
+/** A tenant's contact person (contactUserName), RuoYi's 30 characters. */
+export const CONTACT_NAME_MAX = 30;
 /** A user's login name and email: identity providers send addresses as login names, longer than RuoYi's 30 and 50. */
 export const USER_NAME_MAX = 100;
 export const EMAIL_MAX = 254;

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { DelFlag, Email, EntityId, Nullable, Phone, Status } from '../core/common.schema.js';
-import { INT4_MAX, NAME_MAX } from '../core/limits.js';
+import { DEPT_NAME_MAX, INT4_MAX } from '../core/limits.js';
 import { AUDIT_FIELDS, field } from '../db/fields.js';
 
 // The department's fields, once: API name, column of sys_dept, schema, write
@@ -15,7 +15,7 @@ export const DEPT_FIELDS = {
     write: { required: true },
   }),
   ancestors: field('ancestors', Type.String({ description: 'Ids from the root to the parent, comma-separated; "0" for a top-level department' })),
-  deptName: field('dept_name', Type.String({ minLength: 1, maxLength: NAME_MAX, description: 'Trimmed; unique among live siblings' }), {
+  deptName: field('dept_name', Type.String({ minLength: 1, maxLength: DEPT_NAME_MAX, description: 'Trimmed; unique among live siblings' }), {
     write: { required: true },
   }),
   orderNum: field('order_num', Type.Integer({ minimum: 0, maximum: INT4_MAX, default: 0 }), { write: { default: 0 } }),

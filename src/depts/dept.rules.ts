@@ -1,6 +1,6 @@
 import type { Tx } from '../db/database.js';
 import { assert } from '../core/app.error.js';
-import { NAME_MAX } from '../core/limits.js';
+import { DEPT_NAME_MAX } from '../core/limits.js';
 import type { MovedSubtree, Parent } from './dept.locks.js';
 
 // The department rules (docs/api-rules.md#departments), one function each,
@@ -8,11 +8,11 @@ import type { MovedSubtree, Parent } from './dept.locks.js';
 // calls inside the write's transaction, after the row locks of dept.locks.ts
 // (which rows a write locks, in which order, and why).
 
-/** Rule: deptName is trimmed and 1 to NAME_MAX characters (not UTF-16 units: an emoji counts once, as in varchar). */
+/** Rule: deptName is trimmed and 1 to DEPT_NAME_MAX characters (not UTF-16 units: an emoji counts once, as in varchar). */
 export function trimmedName(name: string): string {
   const trimmed = name.trim();
   const length = [...trimmed].length;
-  assert(length >= 1 && length <= NAME_MAX, 400, `deptName must be 1 to ${NAME_MAX} characters after trimming`);
+  assert(length >= 1 && length <= DEPT_NAME_MAX, 400, `deptName must be 1 to ${DEPT_NAME_MAX} characters after trimming`);
   return trimmed;
 }
 

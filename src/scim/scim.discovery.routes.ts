@@ -1,7 +1,6 @@
-import type { FastifyRequest } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
 import { ScimError, shown } from './scim.error.js';
-import { sendScim } from './scim.reply.js';
+import { scimBaseUrl, sendScim } from './scim.reply.js';
 import { listResponse } from './scim.resource.js';
 import { byId, resourceTypes, schemas, serviceProviderConfig } from './scim.discovery.js';
 import { routesPlugin } from '../http/routes.plugin.js';
@@ -26,8 +25,8 @@ function refuseFilter(query: Static<typeof DiscoveryQuery>): void {
   }
 }
 
-export const scimDiscoveryRoutes = routesPlugin('scim-discovery-routes', async (app) => {
-  const base = (request: FastifyRequest) => `${request.protocol}://${request.host}/scim/v2`;
+export const scimDiscoveryRoutes = routesPlugin<{ publicUrl?: string | undefined }>('scim-discovery-routes', async (app, { publicUrl }) => {
+  const base = scimBaseUrl(publicUrl);
   const params = Type.Object({ id: Type.String() });
 
   app.get('/ServiceProviderConfig', { schema: { querystring: DiscoveryQuery } }, async (request, reply) => {

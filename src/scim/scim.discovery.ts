@@ -1,3 +1,4 @@
+import { DEPT_NAME_MAX, NICK_NAME_MAX, USER_NAME_MAX } from '../core/limits.js';
 import { MAX_RESULTS } from './scim.resource.js';
 import { ENTERPRISE_USER_SCHEMA, USER_SCHEMA } from './scim.user.state.js';
 import { DEPT_EXTENSION, GROUP_SCHEMA } from './scim.group.state.js';
@@ -65,7 +66,7 @@ const externalId = (what: string) =>
 const USER_ATTRIBUTES: Attribute[] = [
   id('user'),
   externalId('user'),
-  string('userName', "The user's login name, unique among the tenant's live users regardless of case; up to 100 characters.", {
+  string('userName', `The user's login name, unique among the tenant's live users regardless of case; up to ${USER_NAME_MAX} characters.`, {
     required: true,
     uniqueness: 'server',
   }),
@@ -74,7 +75,7 @@ const USER_ATTRIBUTES: Attribute[] = [
     string('familyName', 'The family (last) name.'),
     string('formatted', 'The full name for display: the same value as displayName.'),
   ]),
-  string('displayName', "The user's name for display (the user's nickName); up to 30 characters."),
+  string('displayName', `The user's name for display (the user's nickName); up to ${NICK_NAME_MAX} characters.`),
   complex(
     'emails',
     'The user\'s email address. The service keeps one: the "work" one sent, else the primary one, else the first; up to 254 characters.',
@@ -121,7 +122,7 @@ const ENTERPRISE_USER_ATTRIBUTES: Attribute[] = [
 const GROUP_ATTRIBUTES: Attribute[] = [
   id('group'),
   externalId('group'),
-  string('displayName', "The department's name.", { required: true }),
+  string('displayName', `The department's name: trimmed, 1 to ${DEPT_NAME_MAX} characters.`, { required: true }),
   complex(
     'members',
     'The live users whose department this is.',

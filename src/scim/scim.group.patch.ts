@@ -1,6 +1,6 @@
 import { ScimError } from './scim.error.js';
 import { DEPT_EXTENSION, GROUP_SCHEMA, memberIds, setExtension, type GroupState } from './scim.group.state.js';
-import { isScimId } from './scim.values.js';
+import { emptyAsNull, isScimId } from './scim.values.js';
 import { eachOperation, type Kind, type PatchOperation } from './scim.patch.js';
 
 // PATCH of a Group (RFC 7644 §3.5.2) on its state (scim.group.state.ts), as
@@ -59,7 +59,7 @@ function apply(state: GroupState, kind: Kind, rawPath: string, value: unknown): 
       return;
     case 'externalid':
       if (kind === 'remove' || value === null) state.externalId = null;
-      else if (typeof value === 'string') state.externalId = value;
+      else if (typeof value === 'string') state.externalId = emptyAsNull(value);
       else throw new ScimError(400, 'invalidValue', 'externalId must be a string');
       return;
     default:

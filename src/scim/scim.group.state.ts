@@ -1,7 +1,7 @@
-import { INT4_MAX, NAME_MAX } from '../core/limits.js';
+import { DEPT_NAME_MAX, INT4_MAX } from '../core/limits.js';
 import { Email } from '../core/common.schema.js';
 import { ScimError } from './scim.error.js';
-import { isAddress, isObject, isPhone, isScimId, lowerKeys, optionalString } from './scim.values.js';
+import { bodyAttributes, emptyAsNull, isAddress, isObject, isPhone, isScimId, optionalString } from './scim.values.js';
 
 // A SCIM Group as the department fields it maps to (docs/scim.md#groups):
 // read from a POST or PUT body, changed by PATCH (scim.group.patch.ts),
@@ -88,12 +88,12 @@ export function setExtension(state: GroupState, name: string, value: unknown): v
 
 /** A POST or PUT body as a state; what the body leaves out takes its default (PUT replaces). */
 export function groupFromBody(sent: Json): GroupState {
-  const body = lowerKeys(sent);
+  const body = bodyAttributes(sent, GROUP_SCHEMA);
   const displayName = body.displayname;
   if (typeof displayName !== 'string') return invalid('displayName is required');
   const state: GroupState = {
     displayName,
-    externalId: optionalString(body.externalid, 'externalId'),
+    externalId: emptyAsNull(optionalString(body.externalid, 'externalId')),
     parentId: 0,
     orderNum: 0,
     leader: null,
@@ -118,7 +118,9 @@ const DEPT_EMAIL_MAX = Email.maxLength!;
 /** The limits of the department fields, as SCIM errors (400 invalidValue); the rules (sibling names, cycles, depth) are the write paths'. */
 export function checkGroupState(state: GroupState): GroupState {
   const name = state.displayName.trim();
-  if (name.length < 1 || name.length > NAME_MAX) invalid(`displayName must be 1 to ${NAME_MAX} characters after trimming`);
+  // In characters, as the REST API and the column count them (an emoji is one).
+  const length = [...name].length;
+  if (length < 1 || length > DEPT_NAME_MAX) invalid(`displayName must be 1 to ${DEPT_NAME_MAX} characters after trimming`);
   if (state.externalId !== null && state.externalId.length > 255) invalid('externalId must be at most 255 characters');
   if (state.orderNum < 0 || state.orderNum > INT4_MAX) invalid(`orderNum must be 0 to ${INT4_MAX}`);
   if (state.leader !== null && state.leader.length > 20) invalid('leader must be at most 20 characters');

@@ -7,7 +7,7 @@ import { ScimError } from './scim.error.js';
 import { parseFilter } from './scim.filter.js';
 import { filterToSql } from './scim.filter.where.js';
 import { GROUP_FILTER_ATTRIBUTES } from './scim.attributes.js';
-import { sendScim } from './scim.reply.js';
+import { scimBaseUrl, sendScim } from './scim.reply.js';
 import { IdParams, ListQuery, PatchBody, ResourceBody, WriteIdParams } from './scim.schema.js';
 import { matchesIfNoneMatch } from '../core/version.js';
 import { listResponse, startIndexAndCount, project, scimId } from './scim.resource.js';
@@ -47,8 +47,8 @@ function groupResource(row: ScimGroupRow, base: string) {
   };
 }
 
-export const scimGroupRoutes = routesPlugin<{ sql: Sql }>('scim-group-routes', async (app, { sql }) => {
-  const base = (request: FastifyRequest) => `${request.protocol}://${request.host}/scim/v2`;
+export const scimGroupRoutes = routesPlugin<{ sql: Sql; publicUrl?: string | undefined }>('scim-group-routes', async (app, { sql, publicUrl }) => {
+  const base = scimBaseUrl(publicUrl);
   /** Answers the group as it is now, with its ETag, shaped by the query's `attributes`. */
   const answer = async (request: FastifyRequest, reply: FastifyReply, query: ListQuery, id: number, status: number) => {
     const row = await getScimGroup(sql, request.caller.tenantId, id);

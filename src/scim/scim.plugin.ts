@@ -41,7 +41,8 @@ function asScim(error: FastifyError | Error, status: number, detail: string): { 
   return { status: 400, scimType: 'invalidValue' };
 }
 
-export const scimPlugin = routesPlugin<{ sql: Sql }>('scim', async (app, { sql }) => {
+/** `publicUrl`: PUBLIC_URL, the base of the URLs SCIM answers name (scimBaseUrl in scim.reply.ts); undefined: each request's own. */
+export const scimPlugin = routesPlugin<{ sql: Sql; publicUrl?: string | undefined }>('scim', async (app, { sql, publicUrl }) => {
   // Bodies may be sent as application/scim+json (RFC 7644 §3.1) or plain JSON; both parse alike.
   addJsonParser(app, SCIM_MEDIA_TYPE);
 
@@ -79,9 +80,9 @@ export const scimPlugin = routesPlugin<{ sql: Sql }>('scim', async (app, { sql }
     return sendScim(reply, status, scimError(status, scimType, status >= 500 ? `${detail} (request id ${request.id})` : detail));
   });
 
-  await app.register(scimDiscoveryRoutes);
-  await app.register(scimUserRoutes, { sql });
-  await app.register(scimGroupRoutes, { sql });
+  await app.register(scimDiscoveryRoutes, { publicUrl });
+  await app.register(scimUserRoutes, { sql, publicUrl });
+  await app.register(scimGroupRoutes, { sql, publicUrl });
 
   app.setNotFoundHandler(async (request, reply) =>
     sendScim(reply, 404, scimError(404, undefined, `No SCIM endpoint ${request.method} ${request.url.split('?')[0]}`)),

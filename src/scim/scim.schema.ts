@@ -4,9 +4,14 @@ import { Type, type Static } from '@sinclair/typebox';
 // Resource bodies are open objects: SCIM lets a client send attributes a
 // service does not keep, and scim.user.state.ts reads the ones it maps.
 
-/** `?filter=&startIndex=&count=&attributes=&excludedAttributes=` (RFC 7644 §3.4.2). */
+/**
+ * `?filter=&startIndex=&count=&attributes=&excludedAttributes=` (RFC 7644 §3.4.2).
+ * `filter` has no length bound here: the filter parser's own limit
+ * (scim.filter.ts) refuses a longer one as SCIM says, 400 invalidFilter, and
+ * the request line is bounded anyway (431 past 16 KiB).
+ */
 export const ListQuery = Type.Object({
-  filter: Type.Optional(Type.String({ maxLength: 2000 })),
+  filter: Type.Optional(Type.String()),
   startIndex: Type.Optional(Type.Integer({ description: '1-based; below 1 means 1' })),
   count: Type.Optional(Type.Integer({ description: 'At most 200; negative means 0' })),
   attributes: Type.Optional(Type.Union([Type.String({ maxLength: 2000 }), Type.Array(Type.String({ maxLength: 2000 }), { maxItems: 50 })])),

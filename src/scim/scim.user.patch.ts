@@ -1,6 +1,6 @@
 import { ScimError } from './scim.error.js';
 import { eachOperation, type Kind, type PatchOperation } from './scim.patch.js';
-import { isObject, scimBoolean } from './scim.values.js';
+import { emptyAsNull, isObject, scimBoolean } from './scim.values.js';
 import { ENTERPRISE_USER_SCHEMA, isStoredEntry, pickValue, USER_SCHEMA, type UserState } from './scim.user.state.js';
 
 // PATCH of a User (RFC 7644 §3.5.2) on its state (scim.user.state.ts), as the
@@ -52,7 +52,7 @@ function selectsStored(filter: string, attribute: 'emails' | 'phonenumbers', cur
  * field only when the array has one).
  */
 function multiValued(kind: Kind, value: unknown, sub: string | undefined, what: 'emails' | 'phoneNumbers'): string | null | undefined {
-  if (sub !== undefined) return value === null ? null : text(value, `${what}.value`);
+  if (sub !== undefined) return value === null ? null : emptyAsNull(text(value, `${what}.value`));
   const list = Array.isArray(value) ? value : isObject(value) ? [value] : undefined;
   if (!list) throw new ScimError(400, 'invalidValue', `${what} must be an array of {value, type}`);
   const picked = pickValue(list, what);
@@ -78,7 +78,7 @@ function applyMultiValued(
     target.filter !== undefined && target.sub === undefined && isObject(value)
       ? value.value === undefined
         ? state[field]
-        : text(value.value, `${target.attribute}.value`)
+        : emptyAsNull(text(value.value, `${target.attribute}.value`))
       : multiValued(kind, value, target.sub, attribute === 'emails' ? 'emails' : 'phoneNumbers');
   if (next !== undefined) state[field] = next;
 }
@@ -97,7 +97,7 @@ function apply(state: UserState, kind: Kind, path: string, value: unknown): void
       state.nickName = removing || value === null ? '' : text(value, 'displayName');
       return;
     case 'externalid':
-      state.externalId = removing || value === null ? null : text(value, 'externalId');
+      state.externalId = removing || value === null ? null : emptyAsNull(text(value, 'externalId'));
       return;
     case 'active':
       if (removing) throw new ScimError(400, 'mutability', 'active cannot be removed; replace it with true or false');

@@ -1,6 +1,6 @@
-import { EMAIL_MAX, NAME_MAX, USER_NAME_MAX } from '../core/limits.js';
+import { EMAIL_MAX, NICK_NAME_MAX, USER_NAME_MAX } from '../core/limits.js';
 import { ScimError } from './scim.error.js';
-import { isAddress, isObject, isPhone, lowerKeys, optionalString, scimBoolean } from './scim.values.js';
+import { bodyAttributes, emptyAsNull, isAddress, isObject, isPhone, lowerKeys, optionalString, scimBoolean } from './scim.values.js';
 
 // A SCIM User as the fields it maps to (docs/scim.md#users): read from a
 // POST or PUT body, changed by PATCH operations (scim.patch.ts), checked, then
@@ -41,7 +41,7 @@ export function isStoredEntry(entry: Json, attribute: 'emails' | 'phonenumbers')
   return type === undefined;
 }
 
-/** The value the user's field takes from a multi-valued attribute: its work entry, else (emails) its primary one, else an untyped one; null when none. */
+/** The value the user's field takes from a multi-valued attribute: its work entry, else (emails) its primary one, else an untyped one; null when none or empty. */
 export function pickValue(list: unknown, what: 'emails' | 'phoneNumbers'): string | null {
   if (list === undefined || list === null) return null;
   if (!Array.isArray(list)) throw new ScimError(400, 'invalidValue', `${what} must be an array`);
@@ -51,12 +51,12 @@ export function pickValue(list: unknown, what: 'emails' | 'phoneNumbers'): strin
     entries.find((e) => typeof e.type === 'string' && e.type.toLowerCase() === 'work') ??
     (attribute === 'emails' ? entries.find((e) => isTrue(e.primary)) : undefined) ??
     entries.find((e) => isStoredEntry(e, attribute));
-  return chosen ? optionalString(chosen.value, `${what}.value`) : null;
+  return chosen ? emptyAsNull(optionalString(chosen.value, `${what}.value`)) : null;
 }
 
 /** A POST or PUT body as a state; what the body leaves out takes its default (PUT replaces). */
 export function stateFromBody(sent: Json): UserState {
-  const body = lowerKeys(sent);
+  const body = bodyAttributes(sent, USER_SCHEMA);
   const name = isObject(body.name) ? lowerKeys(body.name) : {};
   const userName = body.username;
   if (typeof userName !== 'string') throw new ScimError(400, 'invalidValue', 'userName is required');
@@ -70,7 +70,7 @@ export function stateFromBody(sent: Json): UserState {
     email: pickValue(body.emails, 'emails'),
     phone: pickValue(body.phonenumbers, 'phoneNumbers'),
     active: body.active === undefined || body.active === null ? true : scimBoolean(body.active, 'active'),
-    externalId: optionalString(body.externalid, 'externalId'),
+    externalId: emptyAsNull(optionalString(body.externalid, 'externalId')),
     ...(password === undefined ? {} : { password }),
   };
 }
@@ -83,7 +83,8 @@ export function checkUserState(state: UserState): UserState {
   if (state.userName.length < 1 || state.userName.length > USER_NAME_MAX || /\s/.test(state.userName)) {
     fail(`userName must be 1 to ${USER_NAME_MAX} characters without white space`);
   }
-  if (state.nickName.length > NAME_MAX) fail(`displayName must be at most ${NAME_MAX} characters`);
+  // In characters, as the REST API and the column count them (an emoji is one).
+  if ([...state.nickName].length > NICK_NAME_MAX) fail(`displayName must be at most ${NICK_NAME_MAX} characters`);
   for (const [what, value] of [
     ['name.givenName', state.givenName],
     ['name.familyName', state.familyName],

@@ -7,7 +7,7 @@ import { ScimError } from './scim.error.js';
 import { parseFilter } from './scim.filter.js';
 import { filterToSql } from './scim.filter.where.js';
 import { USER_FILTER_ATTRIBUTES } from './scim.attributes.js';
-import { sendScim } from './scim.reply.js';
+import { scimBaseUrl, sendScim } from './scim.reply.js';
 import { createScimUser, deleteScimUser, findScimUsers, getScimUser, patchScimUser, type ScimUserRow } from './scim.user.sql.js';
 import { checkUserState, ENTERPRISE_USER_SCHEMA, stateFromBody, USER_SCHEMA } from './scim.user.state.js';
 import { applyUserPatch } from './scim.user.patch.js';
@@ -49,8 +49,8 @@ function userResource(row: ScimUserRow, base: string) {
   };
 }
 
-export const scimUserRoutes = routesPlugin<{ sql: Sql }>('scim-user-routes', async (app, { sql }) => {
-  const base = (request: FastifyRequest) => `${request.protocol}://${request.host}/scim/v2`;
+export const scimUserRoutes = routesPlugin<{ sql: Sql; publicUrl?: string | undefined }>('scim-user-routes', async (app, { sql, publicUrl }) => {
+  const base = scimBaseUrl(publicUrl);
   const found = async (request: FastifyRequest, id: number) => {
     const row = await getScimUser(sql, request.caller.tenantId, id);
     if (!row) throw new ScimError(404, undefined, `User ${id} not found`);

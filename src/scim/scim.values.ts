@@ -20,6 +20,27 @@ export function optionalString(value: unknown, what: string): string | null {
   return value;
 }
 
+/**
+ * `""` read as no value: Microsoft's SCIM validator clears an attribute
+ * (the work email or phone, externalId) by sending it empty, where other
+ * providers send null or a remove (docs/scim.md#users).
+ */
+export const emptyAsNull = (text: string | null): string | null => (text === '' ? null : text);
+
+/**
+ * A POST or PUT body's attributes, names lower-cased. Attributes nested under
+ * the resource's core schema URN (`{"urn:...:core:2.0:User": {"userName": ...}}`,
+ * the fully qualified form RFC 7644 §3.10 allows, as the scimverify suite
+ * sends it) are read as top-level ones; an attribute given both ways takes
+ * the nested value (docs/scim.md#users).
+ */
+export function bodyAttributes(sent: Record<string, unknown>, coreSchema: string): Record<string, unknown> {
+  const { [coreSchema.toLowerCase()]: nested, ...body } = lowerKeys(sent);
+  if (nested === undefined || nested === null) return body;
+  if (!isObject(nested)) throw new ScimError(400, 'invalidValue', `${coreSchema} must be an object of the resource's attributes`);
+  return { ...body, ...lowerKeys(nested) };
+}
+
 /** A SCIM boolean: true/false, or the strings Entra ID sends ("True", "False", in any case). */
 export function scimBoolean(value: unknown, what: string): boolean {
   if (typeof value === 'boolean') return value;

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { Day, Nullable, Status } from '../core/common.schema.js';
-import { BODY_LIMIT_BYTES, INT4_MAX, NAME_MAX } from '../core/limits.js';
+import { BODY_LIMIT_BYTES, CONTACT_NAME_MAX, INT4_MAX } from '../core/limits.js';
 import { field } from '../db/fields.js';
 
 // The tenant's fields, once: API name, column of sys_tenant, schema, write
@@ -24,7 +24,7 @@ export const TENANT_FIELDS = {
   tenantName: field('tenant_name', NonBlank(50), required),
   startTime: field('start_time', Nullable(Day), { asText: true, ...none }),
   endTime: field('end_time', Nullable(Day), { asText: true, ...none }),
-  contactUserName: field('contact_user_name', NonBlank(NAME_MAX), required),
+  contactUserName: field('contact_user_name', NonBlank(CONTACT_NAME_MAX), required),
   contactPhone: field(
     'contact_phone',
     Type.String({ minLength: 1, maxLength: 20, pattern: '^[0-9 +-]*[0-9][0-9 +-]*$', description: 'Digits, spaces, + and -' }),

@@ -1,7 +1,7 @@
 import type { Db, Tx } from '../db/database.js';
 import { checkIfMatch } from '../core/version.js';
 import { cursorId, parseInternalId } from '../core/ids.js';
-import { NAME_MAX } from '../core/limits.js';
+import { DEPT_NAME_MAX } from '../core/limits.js';
 import { isSuperadmin, type Actor, type Caller } from '../identity/caller.js';
 import { diff, recordAudit, values, type RowImage } from '../audit/audit.record.js';
 import { revokeTenantSubtreeCredentials } from '../auth/auth.sql.js';
@@ -112,12 +112,13 @@ export async function createTenant(tx: Tx, caller: Caller, input: TenantCreate):
 }
 
 /**
- * A new tenant's root department (named after its company, cut to a
- * department name's length) and its first admin, written in the new tenant
- * by `actor`, who belongs to a tenant above it.
+ * A new tenant's root department (named after its company, trimmed; a
+ * companyName's 100 characters fit a department name, and the cut keeps
+ * it so should either limit change) and its first admin, written in the new
+ * tenant by `actor`, who belongs to a tenant above it.
  */
 async function provisionFirstAdmin(tx: Tx, actor: Actor, companyName: string, login: { username: string; password: string }) {
-  const deptId = await createDept(tx, actor, { parentId: 0, deptName: [...companyName.trim()].slice(0, NAME_MAX).join('') });
+  const deptId = await createDept(tx, actor, { parentId: 0, deptName: [...companyName.trim()].slice(0, DEPT_NAME_MAX).join('') });
   await createUser(tx, actor, { userName: login.username, password: login.password, roles: ['admin'], deptId, nickName: login.username });
 }
 

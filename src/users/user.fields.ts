@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { DelFlag, EntityId, Nullable, Phone, Status } from '../core/common.schema.js';
-import { EMAIL_MAX, NAME_MAX, USER_NAME_MAX } from '../core/limits.js';
+import { EMAIL_MAX, NICK_NAME_MAX, USER_NAME_MAX } from '../core/limits.js';
 import { AUDIT_FIELDS, field } from '../db/fields.js';
 
 // The user's fields, once: API name, column of sys_user, schema, write
@@ -19,7 +19,7 @@ export const USER_FIELDS = {
     Type.String({ minLength: 1, maxLength: USER_NAME_MAX, pattern: '^\\S+$', description: "Unique among the tenant's live users" }),
     { write: { required: true } },
   ),
-  nickName: field('nick_name', Type.String({ maxLength: NAME_MAX }), { write: { default: '' } }),
+  nickName: field('nick_name', Type.String({ maxLength: NICK_NAME_MAX }), { write: { default: '' } }),
   email: field('email', Nullable(Type.String({ maxLength: EMAIL_MAX, format: 'email' })), { write: { default: null } }),
   phonenumber: field('phonenumber', Nullable(Phone), { write: { default: null } }),
   status: field('status', Status, { write: { default: '0' } }),
