@@ -30,6 +30,7 @@ export const ROOMS = {
   tenants: ['core', 'db', 'identity', 'http', 'audit', 'auth', 'depts', 'users'],
   webhooks: ['core', 'db', 'identity', 'http', 'audit', 'metrics', 'outbound'],
   scim: ['core', 'db', 'identity', 'http', 'depts', 'users'],
+  sso: ['core', 'db', 'identity', 'http', 'outbound', 'audit', 'auth', 'users'],
 };
 
 // Layers inside a room: Fastify lives in the web files alone (routes,

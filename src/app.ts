@@ -33,6 +33,9 @@ import { webhookPlugin, type WebhookOptions } from './webhooks/webhook.plugin.js
 import { apiKeyRoutes } from './apikeys/apikey.routes.js';
 import { apiKeyIsLive } from './apikeys/apikey.sql.js';
 import { scimPlugin } from './scim/scim.plugin.js';
+import { ProviderClients } from './sso/sso.client.js';
+import { ssoRoutes } from './sso/sso.routes.js';
+import { ssoSignInRoutes } from './sso/sso.signin.routes.js';
 
 export interface AppOptions {
   sql: Sql;
@@ -146,6 +149,16 @@ export async function buildApp({
   await app.register(tenantRoutes, { sql, prefix: '/system/tenant-api' });
   await app.register(apiKeyRoutes, { sql, prefix: '/system/apikey-api' });
   await app.register(scimPlugin, { sql, prefix: '/scim/v2', publicUrl: config.publicUrl });
+  // Calls to identity providers follow the address rule of every outbound call (config.outbound).
+  const outboundRule = { allowed: config.outbound?.allowed };
+  await app.register(ssoRoutes, { sql, rule: outboundRule, publicUrl: config.publicUrl, prefix: '/system/sso-api' });
+  await app.register(ssoSignInRoutes, {
+    sql,
+    clients: new ProviderClients(outboundRule),
+    publicUrl: config.publicUrl,
+    tokenTtl: config.tokenTtl,
+    prefix: '/auth/sso',
+  });
   await app.register(auditPlugin, {
     sql,
     listenSql: directSql,

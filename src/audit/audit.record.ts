@@ -29,9 +29,16 @@ export const ACTIONS = [
   'webhook.disabled',
   'apikey.create',
   'apikey.delete',
+  'auth.sso',
+  'sso.create',
+  'sso.update',
+  'sso.delete',
+  'sso.policy',
+  'sso.link',
+  'sso.jit',
 ] as const;
 type AuditAction = (typeof ACTIONS)[number];
-export const ENTITY_TYPES = ['dept', 'user', 'tenant', 'session', 'webhook', 'apikey'] as const;
+export const ENTITY_TYPES = ['dept', 'user', 'tenant', 'session', 'webhook', 'apikey', 'sso'] as const;
 type EntityType = (typeof ENTITY_TYPES)[number];
 
 /** A row as `to_jsonb(row)` gives it: column names in snake_case. */

@@ -11,6 +11,7 @@ import {
   purgeExpiredLoginLocks,
   reserveLoginAttempt,
   revokeSession,
+  ssoRequired,
 } from './auth.sql.js';
 import { DUMMY_HASH, verifyPassword } from './password.js';
 import { transaction } from '../db/retry.js';
@@ -71,6 +72,10 @@ async function attemptLogin(sql: Sql, input: LoginInput, ttlSeconds: number, con
     const current = await lockLoginAccount(tx, account.tenantId, account.userId);
     const problem = current ? accountProblem(current) : 'the user has been deleted';
     if (problem) throw new AppError(403, `Login refused: ${problem}`);
+    // Admins keep their password: the way back in when the provider is down.
+    if (current!.role === 'user' && (await ssoRequired(tx, account.tenantId))) {
+      throw new AppError(403, `Login refused: tenant ${account.tenantId} requires single sign-on; sign in through its identity provider`);
+    }
     const sessionId = await createSession(tx, account.tenantId, account.userId, ttlSeconds);
     const actor = { tenantId: account.tenantId, userName: account.userName, ...context };
     await recordAudit(tx, actor, [{ action: 'auth.login', entityType: 'session', entityId: sessionId, changes: { userId: account.userId } }]);

@@ -34,6 +34,12 @@ export function accountProblem(p: AccountState): string | null {
   return null;
 }
 
+/** Whether the tenant requires its users of role `user` to sign in through its identity provider (docs/sso.md#sso-required). */
+export async function ssoRequired(sql: Db, tenantId: string): Promise<boolean> {
+  const [row] = await sql<{ required: boolean }[]>`SELECT sso_required AS required FROM sso_policy WHERE tenant_id = ${tenantId}`;
+  return row?.required ?? false;
+}
+
 /**
  * The account a login names, with its password hash. A live user wins over
  * deleted ones of the same name, so a deleted account can still be told

@@ -113,6 +113,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'users', description: "Accounts of the caller's tenant (tenant admins)" },
         { name: 'tenants', description: "The caller's tenant and the tenants below it" },
         { name: 'audit', description: 'Audit trail, change feed and its live stream (admins)' },
+        { name: 'sso', description: "Single sign-on through a tenant's identity provider (OpenID Connect): connections, the SPA's flow" },
         { name: 'health', description: 'Liveness and readiness probes' },
       ],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },

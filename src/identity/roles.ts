@@ -32,6 +32,11 @@ const ADMIN = [
   'system:apikey:query',
   'system:apikey:add',
   'system:apikey:remove',
+  'system:sso:list',
+  'system:sso:query',
+  'system:sso:add',
+  'system:sso:edit',
+  'system:sso:remove',
 ] as const;
 
 export type Permission = (typeof ADMIN)[number];

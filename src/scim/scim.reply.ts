@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { publicBase } from '../http/public.url.js';
 
 /** SCIM's media type (RFC 7644 §3.1): every answer is sent as it; requests may use it or plain JSON. */
 export const SCIM_MEDIA_TYPE = 'application/scim+json';
@@ -10,11 +11,10 @@ export function sendScim(reply: FastifyReply, status: number, body: unknown): Fa
 
 /**
  * The base of every URL a SCIM answer names (`Location`, `meta.location`,
- * `$ref`): PUBLIC_URL when set, since behind a proxy that ends TLS the
- * request itself says http://; else the request's own scheme and host
- * (docs/operations.md#configuration). `/scim/v2` is where src/app.ts mounts SCIM.
+ * `$ref`): the service's public base (PUBLIC_URL, else the request's own,
+ * http/public.url.ts) and `/scim/v2`, where src/app.ts mounts SCIM.
  */
 export const scimBaseUrl =
   (publicUrl: string | undefined) =>
   (request: FastifyRequest): string =>
-    `${publicUrl ?? `${request.protocol}://${request.host}`}/scim/v2`;
+    `${publicBase(request, publicUrl)}/scim/v2`;

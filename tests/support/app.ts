@@ -91,6 +91,8 @@ export async function buildTestApp(
     /** The app pool's client-side statement deadline instead of the service's 5 s (src/db/database.ts), where it has one. */
     statementDeadlineMs?: number;
     webhooks?: AppOptions['webhooks'];
+    /** Configuration beyond the defaults below (PUBLIC_URL, the outbound allow-list, ...). */
+    config?: Partial<AppOptions['config']>;
   } = {},
 ): Promise<TestApp> {
   const db = await openTestDatabase();
@@ -99,7 +101,7 @@ export async function buildTestApp(
     sql: db.appSql,
     directSql: db.appDirect,
     exchanges: db.appExchanges,
-    config: { jwtSecret: undefined, tokenTtl: options.tokenTtl ?? 7200, logLevel: 'silent' },
+    config: { jwtSecret: undefined, tokenTtl: options.tokenTtl ?? 7200, logLevel: 'silent', ...options.config },
     logger: false,
     audit: options.audit,
     sessionCacheMs: options.sessionCacheMs,

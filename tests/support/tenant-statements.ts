@@ -41,6 +41,11 @@ const TENANT_OWNED = [
   'webhook_endpoint',
   'webhook_delivery',
   'sys_api_key',
+  'sso_connection',
+  'sso_link',
+  'sso_attempt',
+  'sso_code',
+  'sso_policy',
 ] as const;
 /** Small or global tables, read-mostly: reference tables (or coordinator-local) under Citus. */
 const REFERENCE = [

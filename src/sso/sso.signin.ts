@@ -1,0 +1,178 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import * as oidc from 'openid-client';
+import type { Sql } from '../db/database.js';
+import { transaction } from '../db/retry.js';
+import { AppError, assert } from '../core/app.error.js';
+import { recordAudit } from '../audit/audit.record.js';
+import type { Actor, RequestOrigin } from '../identity/caller.js';
+import { tenantProblem } from '../identity/tenant.state.js';
+import { accountProblem, createSession, lockLoginAccount } from '../auth/auth.sql.js';
+import { InvalidProviderResponse, type ProviderClients } from './sso.client.js';
+import { resolvePerson } from './sso.person.js';
+import { parseConnectionId, type ConnectionKey } from './sso.rules.js';
+import { link, saveAttempt, saveCode, signInConnection, takeAttempt, takeCode, type SignInConnection } from './sso.signin.sql.js';
+
+// A sign-in through a connection, in three legs (docs/sso.md#the-flow):
+// authorize (the SPA's browser to the provider), callback (the provider
+// back to the service, which answers the SPA's return URL with a one-time
+// code or a refusal) and token (the SPA redeems the code with its PKCE
+// verifier for exactly what a password login answers).
+
+/** Why a sign-in was refused, as the SPA's return URL is told (`error=`). */
+type Refusal = 'access_denied' | 'not_provisioned' | 'user_disabled' | 'tenant_suspended' | 'invalid_response';
+
+async function connectionOf(sql: Sql, id: string): Promise<{ key: ConnectionKey; connection: SignInConnection }> {
+  const key = parseConnectionId(id);
+  const connection = key && (await signInConnection(sql, key));
+  assert(key && connection, 404, `SSO connection ${id} not found`);
+  return { key, connection };
+}
+
+/**
+ * Leg 1: checks what the SPA sent and the connection, keeps the sign-in in
+ * flight (the provider leg's own PKCE verifier, state and nonce beside the
+ * SPA's return URL, state and challenge) and answers the provider's
+ * authorization URL. Every refusal is a 400 here: nothing is redirected.
+ */
+export async function startSignIn(
+  sql: Sql,
+  clients: ProviderClients,
+  id: string,
+  input: { returnTo: string; state: string; codeChallenge: string },
+  redirectUri: string,
+): Promise<string> {
+  const { key, connection } = await connectionOf(sql, id);
+  assert(connection.status === '0', 400, `SSO connection ${id} is disabled`);
+  const problem = tenantProblem(connection);
+  assert(!problem, 400, `Sign-in refused: ${problem}`);
+  assert(connection.returnUrls.includes(input.returnTo), 400, `return_to is not one of SSO connection ${id}'s returnUrls (compared exactly)`);
+  const codeVerifier = oidc.randomPKCECodeVerifier();
+  const state = oidc.randomState();
+  const nonce = oidc.randomNonce();
+  let url: string;
+  try {
+    url = await clients.authorizationUrl(connection, { redirectUri, scope: connection.scopes, state, nonce, codeVerifier });
+  } catch (err) {
+    throw new AppError(503, `The identity provider of SSO connection ${id} could not be reached: ${(err as Error).message}`);
+  }
+  await saveAttempt(sql, key, state, {
+    codeVerifier,
+    nonce,
+    redirectUri,
+    returnTo: input.returnTo,
+    spaState: input.state,
+    spaChallenge: input.codeChallenge,
+  });
+  return url;
+}
+
+/** Where the callback sends the browser: the SPA's return URL with the code or the refusal, and the SPA's own state. */
+export interface Handback {
+  returnTo: string;
+  params: { code: string } | { error: Refusal };
+  state: string;
+}
+
+/**
+ * Leg 2: takes the sign-in its state names (once), redeems the provider's
+ * code, checks the ID token, finds the person within the connection's tenant
+ * (sso.person.ts) and hands the SPA a one-time code bound to its PKCE
+ * challenge. A state that is unknown, expired or used is a 400; every other
+ * refusal goes back to the SPA as `error=<reason>`, recorded in the trail.
+ */
+export async function finishSignIn(
+  sql: Sql,
+  clients: ProviderClients,
+  id: string,
+  query: Record<string, string | undefined>,
+  origin: RequestOrigin,
+  log: (message: string) => void,
+): Promise<Handback> {
+  const key = parseConnectionId(id);
+  assert(key, 404, `SSO connection ${id} not found`);
+  assert(query.state, 400, 'The sign-in has no state; start it again from the login page');
+  const attempt = await takeAttempt(sql, key, query.state);
+  assert(attempt, 400, 'Unknown, expired or already used sign-in state; start it again from the login page');
+  const connection = await signInConnection(sql, key);
+  assert(connection, 404, `SSO connection ${id} not found`);
+  const back = (params: Handback['params']): Handback => ({ returnTo: attempt.returnTo, params, state: attempt.spaState });
+  const refuse = async (reason: Refusal, why: string, userName = ''): Promise<Handback> => {
+    log(`SSO sign-in through ${id} refused (${reason}): ${why}`);
+    const actor: Actor = { tenantId: key.tenantId, userName, ...origin };
+    await recordAudit(sql, actor, [
+      { action: 'auth.login_failed', entityType: 'session', entityId: '', changes: { via: 'sso', reason, connectionId: id } },
+    ]);
+    return back({ error: reason });
+  };
+
+  // The URL the provider was given: the code's redemption sends it again, and openid-client takes it from here.
+  const callbackUrl = new URL(attempt.redirectUri);
+  for (const [name, value] of Object.entries(query)) if (value !== undefined) callbackUrl.searchParams.set(name, value);
+  let claims: Record<string, unknown>;
+  try {
+    claims = await clients.redeem(connection, callbackUrl, { state: query.state, nonce: attempt.nonce, codeVerifier: attempt.codeVerifier });
+  } catch (err) {
+    if (err instanceof oidc.AuthorizationResponseError) return refuse('access_denied', `the provider answered ${err.error}`);
+    if (err instanceof InvalidProviderResponse) return refuse('invalid_response', err.message);
+    return refuse('invalid_response', `the provider could not be reached: ${(err as Error).message}`);
+  }
+  if (connection.allowedTids.length > 0 && !connection.allowedTids.includes(String(claims.tid)))
+    return refuse('invalid_response', `tid ${JSON.stringify(claims.tid)} is not one of the connection's allowedTids`);
+  const subject = claims[connection.subjectClaim];
+  if (typeof subject !== 'string' || subject === '') return refuse('invalid_response', `the ID token has no "${connection.subjectClaim}" claim`);
+  const named = typeof claims.email === 'string' ? claims.email : subject;
+  const problem = tenantProblem(connection);
+  if (problem) return refuse('tenant_suspended', problem, named);
+
+  type Outcome = { code: string } | { refusal: 'not_provisioned' | 'user_disabled'; userName?: string };
+  const outcome = await transaction(sql, async (tx): Promise<Outcome> => {
+    const actor: Actor = { tenantId: key.tenantId, userName: `sso:${connection.name}`, ...origin };
+    const found = await resolvePerson(tx, actor, key, connection, claims, subject);
+    if (!found) return { refusal: 'not_provisioned' };
+    if (found.person.status !== '0') return { refusal: 'user_disabled', userName: found.person.userName };
+    if (found.how !== 'link' && (await link(tx, key, subject, found.person.userId))) {
+      const changes = { connectionId: id, subject, by: found.how };
+      await recordAudit(tx, { ...actor, userName: found.person.userName }, [
+        { action: 'sso.link', entityType: 'user', entityId: found.person.userId, changes },
+      ]);
+    }
+    const code = `${key.tenantId}.${randomBytes(32).toString('base64url')}`;
+    await saveCode(tx, key, code, found.person.userId, attempt.spaChallenge);
+    return { code };
+  });
+  if ('refusal' in outcome)
+    return refuse(outcome.refusal, `no person of tenant ${key.tenantId} for ${connection.subjectClaim} ${subject}`, outcome.userName ?? named);
+  return back({ code: outcome.code });
+}
+
+/** S256 of a PKCE verifier (RFC 7636 §4.2). */
+const challengeOf = (verifier: string) => createHash('sha256').update(verifier).digest('base64url');
+
+/**
+ * Leg 3: the one-time code for a session, once, within its 60 s, for the SPA
+ * holding the verifier of the challenge it was bound to. The person and the
+ * tenant are checked again, as at a password login; the session is an
+ * ordinary one (logout, revocation and suspension end it as any other).
+ */
+export async function redeemCode(sql: Sql, code: string, verifier: string, ttlSeconds: number, origin: RequestOrigin) {
+  const tenantId = /^([0-9]{6})\./.exec(code)?.[1];
+  const taken = tenantId ? await takeCode(sql, tenantId, code) : undefined;
+  assert(tenantId && taken, 400, 'Unknown, expired or already used code; sign in again');
+  const expected = Buffer.from(taken.spaChallenge);
+  const actual = Buffer.from(challengeOf(verifier));
+  assert(
+    expected.length === actual.length && timingSafeEqual(expected, actual),
+    400,
+    'code_verifier does not match the code_challenge of this sign-in; sign in again',
+  );
+  return transaction(sql, async (tx) => {
+    const current = await lockLoginAccount(tx, tenantId, taken.userId);
+    const problem = current ? accountProblem(current) : 'the user has been deleted';
+    if (problem || !current) throw new AppError(403, `Login refused: ${problem}`);
+    const sessionId = await createSession(tx, tenantId, taken.userId, ttlSeconds);
+    const actor = { tenantId, userName: current.userName, ...origin };
+    const changes = { userId: taken.userId, connectionId: `${tenantId}-${taken.connectionId}` };
+    await recordAudit(tx, actor, [{ action: 'auth.sso', entityType: 'session', entityId: sessionId, changes }]);
+    return { tenantId, userId: taken.userId, sessionId };
+  });
+}

@@ -1,0 +1,155 @@
+import type { Row } from 'postgres';
+import type { Db, Tx } from '../db/database.js';
+import { assert } from '../core/app.error.js';
+import { checkIfMatch } from '../core/version.js';
+import { fromRow, selectList, writeColumns } from '../db/fields.js';
+import { pageOf, type PageQuery } from '../db/page.js';
+import { recordAudit, type Changes } from '../audit/audit.record.js';
+import type { Caller } from '../identity/caller.js';
+import { tenantsReadableBy } from '../identity/scope.js';
+import { BLOCKING_TENANT } from '../identity/tenant.state.js';
+import { CONNECTION_FIELDS } from './sso.fields.js';
+import { parseConnectionId, type ConnectionKey } from './sso.rules.js';
+import type { SsoConnectionCreate, SsoConnectionUpdate } from './sso.schema.js';
+
+// Connections and the SSO policy (docs/sso.md): managed by the admins of the
+// connection's tenant or of a tenant above it, and the superadmin (the scope
+// rule, identity/scope.ts). Every statement names the connection's tenant.
+
+/** A connection as read, without its redirect URI (the route adds it: it depends on PUBLIC_URL). */
+export type StoredConnection = ReturnType<typeof toConnection>;
+
+const COLUMNS = (sql: Db) => selectList(sql, 'c', CONNECTION_FIELDS);
+const toConnection = (row: Row) => fromRow(row, CONNECTION_FIELDS);
+
+/** What an audit record says of a connection: never its client secret. */
+function described(c: Omit<StoredConnection, 'id' | 'createBy' | 'createTime' | 'updateBy' | 'updateTime'>): Changes {
+  const { name, issuer, clientId, scopes, subjectClaim, allowedTids, emailDomains, link, jit, jitDeptId, returnUrls, status, tenantId } = c;
+  return { tenantId, name, issuer, clientId, scopes, subjectClaim, allowedTids, emailDomains, link, jit, jitDeptId, returnUrls, status };
+}
+
+/** The changed fields of an update, `{field: {before, after}}`; `clientSecret: 'replaced'` when a new one was sent. */
+function changed(before: Changes, after: Changes, secretReplaced: boolean): Changes {
+  const out: Changes = {};
+  for (const [field, value] of Object.entries(after)) {
+    if (JSON.stringify(before[field]) !== JSON.stringify(value)) out[field] = { before: before[field], after: value };
+  }
+  if (secretReplaced) out.clientSecret = 'replaced';
+  return out;
+}
+
+/** Rule: a tenant the caller may manage connections of: live, and in its subtree (the superadmin: any). 404 otherwise. */
+async function assertManagedTenant(db: Db, caller: Caller, tenantId: string): Promise<void> {
+  const [row] = await db`SELECT 1 FROM sys_tenant t WHERE t.tenant_id = ${tenantId} AND t.del_flag = '0' AND ${tenantsReadableBy(db, caller, 't')}`;
+  assert(row, 404, `Tenant ${tenantId} not found`);
+}
+
+/** Rule: people created on first sign-in go to a live department of the connection's tenant. */
+async function assertJitDept(db: Db, tenantId: string, deptId: number | null | undefined): Promise<void> {
+  if (deptId === null || deptId === undefined) return;
+  const [row] = await db`SELECT 1 FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${deptId} AND del_flag = '0'`;
+  assert(row, 400, `jitDeptId ${deptId} is not a live department of tenant ${tenantId}`);
+}
+
+function visible(db: Db, caller: Caller, key: ConnectionKey, lock = false) {
+  return db`
+    SELECT ${COLUMNS(db)} FROM sso_connection c JOIN sys_tenant t ON t.tenant_id = c.tenant_id
+    WHERE c.tenant_id = ${key.tenantId} AND c.connection_id = ${key.connectionId} AND ${tenantsReadableBy(db, caller, 't')}
+    ${lock ? db`FOR UPDATE OF c` : db``}`;
+}
+
+export async function getConnection(db: Db, caller: Caller, id: string): Promise<StoredConnection | undefined> {
+  const key = parseConnectionId(id);
+  if (!key) return undefined;
+  const [row] = await visible(db, caller, key);
+  return row && toConnection(row);
+}
+
+/** One tenant's connections (the caller's own unless it names one of its subtree), oldest first. */
+export async function listConnections(db: Db, caller: Caller, tenantId: string, page: PageQuery) {
+  await assertManagedTenant(db, caller, tenantId);
+  const result = await pageOf<Row>(
+    db,
+    { select: COLUMNS(db), from: db`sso_connection c WHERE c.tenant_id = ${tenantId}`, orderBy: db`c.connection_id` },
+    page,
+  );
+  return { total: result.total, rows: result.rows.map(toConnection) };
+}
+
+export async function createConnection(tx: Tx, caller: Caller, input: SsoConnectionCreate): Promise<StoredConnection> {
+  const tenantId = input.tenantId ?? caller.tenantId;
+  await assertManagedTenant(tx, caller, tenantId);
+  await assertJitDept(tx, tenantId, input.jitDeptId);
+  const [row] = await tx`
+    INSERT INTO sso_connection ${tx({ ...writeColumns(CONNECTION_FIELDS, input), tenant_id: tenantId, client_secret: input.clientSecret, create_by: caller.userName })}
+    RETURNING ${selectList(tx, 'sso_connection', CONNECTION_FIELDS)}`;
+  const connection = toConnection(row!);
+  await recordAudit(tx, caller, [{ action: 'sso.create', entityType: 'sso', entityId: connection.id, tenantId, changes: described(connection) }]);
+  return connection;
+}
+
+/** Full replacement; the tenant never changes, and the client secret only when a new one is sent. */
+export async function updateConnection(tx: Tx, caller: Caller, input: SsoConnectionUpdate, ifMatch?: string): Promise<void> {
+  const key = parseConnectionId(input.id);
+  const [locked] = key ? await visible(tx, caller, key, true) : [];
+  assert(locked && key, 404, `SSO connection ${input.id} not found`);
+  const before = toConnection(locked);
+  await checkIfMatch(ifMatch, async () => before, `SSO connection ${input.id}`);
+  await assertJitDept(tx, key.tenantId, input.jitDeptId);
+  const columns = {
+    ...writeColumns(CONNECTION_FIELDS, input),
+    ...(input.clientSecret === undefined ? {} : { client_secret: input.clientSecret }),
+    update_by: caller.userName,
+  };
+  const [row] = await tx`
+    UPDATE sso_connection c SET ${tx(columns)}, update_time = now()
+    WHERE c.tenant_id = ${key.tenantId} AND c.connection_id = ${key.connectionId}
+    RETURNING ${COLUMNS(tx)}`;
+  const changes = changed(described(before), described(toConnection(row!)), input.clientSecret !== undefined);
+  await recordAudit(tx, caller, [{ action: 'sso.update', entityType: 'sso', entityId: input.id, tenantId: key.tenantId, changes }]);
+}
+
+/** Deletes a connection with its links and the sign-ins in flight; its people stay, and their sessions. */
+export async function deleteConnection(tx: Tx, caller: Caller, id: string, ifMatch?: string): Promise<void> {
+  const key = parseConnectionId(id);
+  const [locked] = key ? await visible(tx, caller, key, true) : [];
+  assert(locked && key, 404, `SSO connection ${id} not found`);
+  const before = toConnection(locked);
+  await checkIfMatch(ifMatch, async () => before, `SSO connection ${id}`);
+  await tx`DELETE FROM sso_connection WHERE tenant_id = ${key.tenantId} AND connection_id = ${key.connectionId}`;
+  await recordAudit(tx, caller, [{ action: 'sso.delete', entityType: 'sso', entityId: id, tenantId: key.tenantId, changes: described(before) }]);
+}
+
+export async function getPolicy(db: Db, caller: Caller, tenantId: string): Promise<{ ssoRequired: boolean }> {
+  await assertManagedTenant(db, caller, tenantId);
+  const [row] = await db<{ ssoRequired: boolean }[]>`SELECT sso_required AS "ssoRequired" FROM sso_policy WHERE tenant_id = ${tenantId}`;
+  return { ssoRequired: row?.ssoRequired ?? false };
+}
+
+export async function setPolicy(tx: Tx, caller: Caller, tenantId: string, ssoRequired: boolean): Promise<void> {
+  await assertManagedTenant(tx, caller, tenantId);
+  const [before] = await tx<{ ssoRequired: boolean }[]>`
+    SELECT sso_required AS "ssoRequired" FROM sso_policy WHERE tenant_id = ${tenantId} FOR UPDATE`;
+  await tx`
+    INSERT INTO sso_policy (tenant_id, sso_required, update_by) VALUES (${tenantId}, ${ssoRequired}, ${caller.userName})
+    ON CONFLICT (tenant_id) DO UPDATE SET sso_required = EXCLUDED.sso_required, update_by = EXCLUDED.update_by, update_time = now()`;
+  const changes = { ssoRequired: { before: before?.ssoRequired ?? false, after: ssoRequired } };
+  await recordAudit(tx, caller, [{ action: 'sso.policy', entityType: 'sso', entityId: tenantId, tenantId, changes }]);
+}
+
+/**
+ * What a login page may know without a token: whether the tenant insists on
+ * SSO, and its enabled connections. An unknown or suspended tenant answers
+ * the same shape, empty, so the page cannot tell the two apart.
+ */
+export async function discoverConnections(db: Db, tenantId: string): Promise<{ ssoRequired: boolean; connections: { id: string; name: string }[] }> {
+  const [tenant] = await db<{ blocked: boolean; ssoRequired: boolean | null }[]>`
+    SELECT b.tenant_id IS NOT NULL AS blocked, p.sso_required AS "ssoRequired"
+    FROM sys_tenant t ${BLOCKING_TENANT(db)}
+    LEFT JOIN sso_policy p ON p.tenant_id = t.tenant_id
+    WHERE t.tenant_id = ${tenantId}`;
+  if (!tenant || tenant.blocked) return { ssoRequired: false, connections: [] };
+  const rows = await db<{ n: number; name: string }[]>`
+    SELECT connection_id AS n, name FROM sso_connection WHERE tenant_id = ${tenantId} AND status = '0' ORDER BY connection_id`;
+  return { ssoRequired: tenant.ssoRequired ?? false, connections: rows.map((r) => ({ id: `${tenantId}-${r.n}`, name: r.name })) };
+}

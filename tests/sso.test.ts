@@ -1,0 +1,350 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildTestApp, Client, type TestApp } from './support/app.js';
+import { provisionTenant, readTenant, writable, type Provisioned } from './support/tenant-fixtures.js';
+import { ScimClient, URN } from './support/scim.js';
+import { freePort, publicPart, signingKey, startProvider, type Jwk, type RunningProvider } from './support/oidc/provider.js';
+import { authorize, callback, callbackOf, handback, pkce, PUBLIC_URL, redeem, RETURN_TO, signedIn, signIn } from './support/sso.js';
+import { testOutbound } from './support/outbound.js';
+
+// Single sign-on through HTTP (docs/sso.md) against a real OpenID Provider
+// (oidc-provider) on loopback: connections and their scope, the discovery
+// read, the flow (authorize, the provider, callback, token), who signs in,
+// every refusal, SSO required, and a key rotation at the provider.
+
+const API = '/system/sso-api';
+const CLIENT = { client_id: 'dept-service', client_secret: 'a-long-client-secret-for-the-test-provider' };
+/** Another application registered at the same provider (a code minted for it must not sign anyone in here). */
+const OTHER_CLIENT = { client_id: 'other-app', client_secret: 'the-other-applications-long-client-secret' };
+
+let t: TestApp;
+let a: Provisioned;
+let scim: ScimClient;
+let port: number;
+let keys: Jwk[];
+let op: RunningProvider | undefined;
+const ids = {} as { byExternalId: string; byEmail: string; jit: string; entra: string; disabled: string };
+
+/** The provider's people: the claims each account's ID token carries. */
+const ACCOUNTS: Record<string, Record<string, unknown>> = {
+  alice: { email: 'alice@example.com', email_verified: true, name: 'Alice A' },
+  bob: { email: 'bob@example.com', email_verified: true, name: 'Bob B' },
+  mallory: { email: 'mallory@example.com', email_verified: false },
+  foreign: { email: 'eve@elsewhere.org', email_verified: true },
+  carol: { email: 'carol@example.com', email_verified: true },
+  newbie: { email: 'newbie@example.com', email_verified: true, name: 'New Person' },
+  entra: { oid: 'oid-of-dan', tid: 'tid-good', email: 'dan@example.com', email_verified: true },
+  entraOther: { oid: 'oid-of-dan', tid: 'tid-evil' },
+};
+
+async function restartProvider(newKeys: Jwk[] = keys) {
+  await op?.stop();
+  keys = newKeys;
+  const redirect_uris = Object.values(ids).map(callbackOf);
+  op = await startProvider({
+    port,
+    keys,
+    clients: [
+      { ...CLIENT, redirect_uris },
+      { ...OTHER_CLIENT, redirect_uris },
+    ],
+    accounts: ACCOUNTS,
+  });
+}
+
+async function connect(name: string, body: Record<string, unknown> = {}, as: Client = a.admin) {
+  const res = await as.post(API, {
+    name,
+    issuer: `http://127.0.0.1:${port}`,
+    clientId: CLIENT.client_id,
+    clientSecret: CLIENT.client_secret,
+    returnUrls: [RETURN_TO],
+    ...body,
+  });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+  return res.body.data as Record<string, any>;
+}
+
+beforeAll(async () => {
+  t = await buildTestApp({ config: { publicUrl: PUBLIC_URL, ...testOutbound('127.0.0.0/8') } });
+  a = await provisionTenant(t, t.root);
+  scim = await ScimClient.forTenant(t, a.admin);
+  const user = (userName: string, extra: Record<string, unknown> = {}) =>
+    scim.post('/Users', { schemas: [URN.user], userName, emails: [{ value: userName, type: 'work', primary: true }], ...extra });
+  expect((await user('alice@example.com', { externalId: 'alice' })).status).toBe(201);
+  expect((await user('bob@example.com')).status).toBe(201);
+  expect((await user('mallory@example.com')).status).toBe(201);
+  expect((await user('eve@elsewhere.org')).status).toBe(201);
+  expect((await user('carol@example.com', { externalId: 'carol', active: false })).status).toBe(201);
+  expect((await user('dan@example.com', { externalId: 'oid-of-dan' })).status).toBe(201);
+  port = await freePort();
+  ids.byExternalId = (await connect('By externalId')).id;
+  ids.byEmail = (await connect('By email', { link: 'email', emailDomains: ['example.com'] })).id;
+  ids.jit = (await connect('Just in time', { link: 'none', jit: true, emailDomains: ['example.com'] })).id;
+  ids.entra = (await connect('Entra', { subjectClaim: 'oid', allowedTids: ['tid-good'] })).id;
+  ids.disabled = (await connect('Disabled', { status: '1' })).id;
+  await restartProvider([signingKey()]);
+}, 120_000);
+afterAll(async () => {
+  await op?.stop();
+  await t?.close();
+});
+
+describe('connections', () => {
+  it('are created with the redirect URI from PUBLIC_URL and read back without the client secret, anywhere', async () => {
+    const created = await connect('Read back', { scopes: 'openid email' });
+    expect(created.redirectUri).toBe(`${PUBLIC_URL}/auth/sso/${created.id}/callback`);
+    expect(created.id).toMatch(new RegExp(`^${a.tenant.tenantId}-\\d+$`));
+    expect(created).toMatchObject({
+      tenantId: a.tenant.tenantId,
+      link: 'externalId',
+      subjectClaim: 'sub',
+      jit: false,
+      status: '0',
+      scopes: 'openid email',
+    });
+    const one = await a.admin.get(`${API}/${created.id}`);
+    const list = await a.admin.get(`${API}/list?pageNum=1&pageSize=50`);
+    const audit = await t.root.get(`/system/audit-api/list?action=sso.create&entityId=${created.id}`);
+    for (const answer of [created, one.body, list.body, audit.body]) expect(JSON.stringify(answer)).not.toContain(CLIENT.client_secret);
+    expect(one.body.data).toEqual(created);
+    expect(list.body.data.rows.map((c: any) => c.id)).toContain(created.id);
+    expect(audit.body.data.rows).toHaveLength(1);
+  });
+
+  it('are managed by the tenant above (not a sibling), and not by a user', async () => {
+    const child = await provisionTenant(t, a.admin);
+    const sibling = await provisionTenant(t, t.root);
+    const made = await connect('For the child', { tenantId: child.tenant.tenantId });
+    expect(made.tenantId).toBe(child.tenant.tenantId);
+    expect((await child.admin.get(`${API}/${made.id}`)).status).toBe(200);
+    expect((await sibling.admin.get(`${API}/${made.id}`)).status).toBe(404);
+    expect(
+      (
+        await sibling.admin.post(API, {
+          name: 'x',
+          issuer: 'https://idp.example.com',
+          clientId: 'c',
+          clientSecret: 's',
+          returnUrls: [RETURN_TO],
+          tenantId: a.tenant.tenantId,
+        })
+      ).status,
+    ).toBe(404);
+    const user = await scim.post('/Users', { schemas: [URN.user], userName: `u${Date.now()}`, password: 'user-password-1' });
+    const asUser = await t.login(a.tenant.tenantId, user.body.userName, 'user-password-1');
+    expect((await asUser.get(`${API}/list`)).status).toBe(403);
+    expect((await t.root.get(`${API}/${made.id}`)).status).toBe(200);
+  });
+
+  it('keep their secret through a PUT without one, refuse a stale If-Match, and refuse bad URLs', async () => {
+    const made = await connect('Replaced');
+    const read = await a.admin.get(`${API}/${made.id}`);
+    const { redirectUri: _r, createBy: _cb, createTime: _ct, updateBy: _ub, updateTime: _ut, tenantId: _t, ...body } = read.body.data;
+    const put = (extra: Record<string, unknown>, etag?: string) =>
+      a.admin.app.inject({
+        method: 'PUT',
+        url: API,
+        payload: { ...body, ...extra },
+        headers: { authorization: `Bearer ${a.admin.token}`, ...(etag ? { 'if-match': etag } : {}) },
+      });
+    expect((await put({ name: 'Renamed' }, String(read.headers.etag))).statusCode).toBe(200);
+    expect((await put({ name: 'Again' }, String(read.headers.etag))).statusCode).toBe(412);
+    const [row] = await t.sql<
+      { secret: string }[]
+    >`SELECT client_secret AS secret FROM sso_connection WHERE tenant_id = ${a.tenant.tenantId} AND connection_id = ${Number(made.id.split('-')[1])}`;
+    expect(row!.secret).toBe(CLIENT.client_secret);
+    expect(
+      (
+        await a.admin.post(API, {
+          name: 'x',
+          issuer: 'https://idp.example.com',
+          clientId: 'c',
+          clientSecret: 's',
+          returnUrls: ['http://spa.example.com/done'],
+        })
+      ).status,
+    ).toBe(400);
+    expect(
+      (await a.admin.post(API, { name: 'x', issuer: 'ftp://idp.example.com', clientId: 'c', clientSecret: 's', returnUrls: [RETURN_TO] })).status,
+    ).toBe(400);
+    expect(
+      (await a.admin.post(API, { name: 'x', issuer: 'https://10.0.0.1', clientId: 'c', clientSecret: 's', returnUrls: [RETURN_TO] })).status,
+    ).toBe(400);
+  });
+});
+
+describe('discovery for a login page', () => {
+  it("names the tenant's enabled connections; an unknown tenant answers the same shape, empty", async () => {
+    const res = await a.admin.app.inject({ method: 'GET', url: `/auth/sso/connections?tenantId=${a.tenant.tenantId}` });
+    expect(res.statusCode).toBe(200);
+    const data = res.json().data;
+    expect(data.ssoRequired).toBe(false);
+    expect(data.connections.map((c: any) => c.id)).toContain(ids.byExternalId);
+    expect(data.connections.map((c: any) => c.id)).not.toContain(ids.disabled);
+    const unknown = await a.admin.app.inject({ method: 'GET', url: '/auth/sso/connections?tenantId=999999' });
+    expect(unknown.json().data).toEqual({ ssoRequired: false, connections: [] });
+  });
+});
+
+describe('signing in', () => {
+  it('by the SCIM externalId: exactly what a password login answers, a session like any other, linked once', async () => {
+    const first = await signIn(t, ids.byExternalId, { account: 'alice' });
+    expect(first.error).toBeNull();
+    expect(Object.keys(first.token!.body.data).sort()).toEqual(['access_token', 'expires_in', 'token_type']);
+    const alice = signedIn(t, first.token);
+    const me = await alice.get('/auth/me');
+    expect(me.body.data.user.userName).toBe('alice@example.com');
+    const second = await signIn(t, ids.byExternalId, { account: 'alice' });
+    expect(second.token!.status).toBe(200);
+    const links = await t.root.get(`/system/audit-api/list?action=sso.link&tenantId=${a.tenant.tenantId}`);
+    expect(links.body.data.rows.filter((r: any) => r.changes.connectionId === ids.byExternalId && r.changes.subject === 'alice')).toHaveLength(1);
+    expect((await t.root.get(`/system/audit-api/list?action=auth.sso&tenantId=${a.tenant.tenantId}`)).body.data.rows.length).toBeGreaterThanOrEqual(
+      2,
+    );
+    expect((await alice.post('/auth/logout')).status).toBe(200);
+    expect((await alice.get('/auth/me')).status).toBe(401);
+  });
+
+  it('by a verified email of a domain the connection vouches for; never an unverified or foreign one', async () => {
+    const bob = await signIn(t, ids.byEmail, { account: 'bob' });
+    expect((await signedIn(t, bob.token).get('/auth/me')).body.data.user.userName).toBe('bob@example.com');
+    expect((await signIn(t, ids.byEmail, { account: 'mallory' })).error).toBe('not_provisioned');
+    expect((await signIn(t, ids.byEmail, { account: 'foreign' })).error).toBe('not_provisioned');
+  });
+
+  it('just in time: a new user of role user, recorded', async () => {
+    const made = await signIn(t, ids.jit, { account: 'newbie' });
+    const me = (await signedIn(t, made.token).get('/auth/me')).body.data;
+    expect(me.user.userName).toBe('newbie@example.com');
+    expect(me.roles).toEqual(['user']);
+    const jit = await t.root.get(`/system/audit-api/list?action=sso.jit&tenantId=${a.tenant.tenantId}`);
+    expect(jit.body.data.rows).toHaveLength(1);
+  });
+
+  it('Entra ID: oid is the subject, and a tid outside allowedTids is refused', async () => {
+    const dan = await signIn(t, ids.entra, { account: 'entra' });
+    expect((await signedIn(t, dan.token).get('/auth/me')).body.data.user.userName).toBe('dan@example.com');
+    expect((await signIn(t, ids.entra, { account: 'entraOther' })).error).toBe('invalid_response');
+  });
+});
+
+describe('refusals', () => {
+  it('a disabled person, the provider saying no, a person nobody provisioned', async () => {
+    expect((await signIn(t, ids.byExternalId, { account: 'carol' })).error).toBe('user_disabled');
+    expect((await signIn(t, ids.byExternalId, { deny: true })).error).toBe('access_denied');
+    expect((await signIn(t, ids.byExternalId, { account: 'bob' })).error).toBe('not_provisioned');
+  });
+
+  it('a replayed state, a replayed code, a wrong verifier', async () => {
+    const { res, verifier } = await authorize(t, ids.byExternalId);
+    const { atProvider } = await import('./support/oidc/provider.js');
+    const back = await atProvider(String(res.headers.location), callbackOf(ids.byExternalId), { account: 'alice' });
+    const landed = handback(await callback(t, ids.byExternalId, back.searchParams));
+    expect((await callback(t, ids.byExternalId, back.searchParams)).statusCode).toBe(400);
+    const code = landed.searchParams.get('code')!;
+    expect((await redeem(t, code, pkce().verifier)).status).toBe(400);
+    expect((await redeem(t, code, verifier)).status).toBe(400); // a wrong verifier used the code up
+    const again = await signIn(t, ids.byExternalId, { account: 'alice' });
+    expect((await redeem(t, again.code!, again.verifier)).status).toBe(400); // redeemed once already by signIn
+  });
+
+  it('before the provider, a 400 envelope and no redirect: an unlisted return_to, no challenge, plain PKCE, a disabled connection, an unknown one', async () => {
+    for (const query of [
+      { return_to: 'https://evil.example.com/steal' },
+      { return_to: `${RETURN_TO}/` },
+      { code_challenge: undefined },
+      { code_challenge_method: 'plain' },
+    ]) {
+      const { res } = await authorize(t, ids.byExternalId, query);
+      expect(res.statusCode, JSON.stringify(query)).toBe(400);
+      expect(res.headers.location).toBeUndefined();
+      expect(res.json().code).toBe(400);
+    }
+    expect((await authorize(t, ids.disabled)).res.statusCode).toBe(400);
+    expect((await authorize(t, `${a.tenant.tenantId}-999999`)).res.statusCode).toBe(404);
+  });
+
+  it('a nonce the provider did not sign for this sign-in, and a code minted at another issuer', async () => {
+    const forged = await signIn(t, ids.byExternalId, { account: 'alice' }, (url) => url.searchParams.set('nonce', 'a-nonce-of-somebody-else'));
+    expect(forged.error).toBe('invalid_response');
+    const otherPort = await freePort();
+    const other = await startProvider({
+      port: otherPort,
+      keys: [signingKey()],
+      clients: [{ ...CLIENT, redirect_uris: [callbackOf(ids.byExternalId)] }],
+      accounts: ACCOUNTS,
+    });
+    try {
+      const swapped = await signIn(t, ids.byExternalId, { account: 'alice' }, (url) => (url.port = String(otherPort)));
+      expect(swapped.error).toBe('invalid_response');
+    } finally {
+      await other.stop();
+    }
+    // A code the provider minted for another application it serves.
+    const foreignClient = await signIn(t, ids.byExternalId, { account: 'alice' }, (url) => url.searchParams.set('client_id', OTHER_CLIENT.client_id));
+    expect(foreignClient.error).toBe('invalid_response');
+  });
+
+  it("an ID token the provider's published keys do not verify (its signature is checked, not only TLS)", async () => {
+    const liarPort = await freePort();
+    const made = await connect('Unverifiable', { issuer: `http://127.0.0.1:${liarPort}` });
+    const liar = await startProvider({
+      port: liarPort,
+      keys: [signingKey()],
+      publishedKeys: [publicPart(signingKey())],
+      clients: [{ ...CLIENT, redirect_uris: [callbackOf(made.id)] }],
+      accounts: ACCOUNTS,
+    });
+    try {
+      expect((await signIn(t, made.id, { account: 'alice' })).error).toBe('invalid_response');
+    } finally {
+      await liar.stop();
+    }
+  });
+
+  it('a suspended tenant: refused before the provider, and after it', async () => {
+    const pending = await authorize(t, ids.byExternalId);
+    const { atProvider } = await import('./support/oidc/provider.js');
+    const back = await atProvider(String(pending.res.headers.location), callbackOf(ids.byExternalId), { account: 'alice' });
+    const dto = await readTenant(t.root, a.tenant.id);
+    expect((await t.root.put('/system/tenant-api', { ...writable(dto), status: '1' })).status).toBe(200);
+    try {
+      expect(handback(await callback(t, ids.byExternalId, back.searchParams)).searchParams.get('error')).toBe('tenant_suspended');
+      expect((await authorize(t, ids.byExternalId)).res.statusCode).toBe(400);
+      const discovery = await t.app.inject({ method: 'GET', url: `/auth/sso/connections?tenantId=${a.tenant.tenantId}` });
+      expect(discovery.json().data).toEqual({ ssoRequired: false, connections: [] });
+    } finally {
+      expect((await t.root.put('/system/tenant-api', { ...writable(await readTenant(t.root, a.tenant.id)), status: '0' })).status).toBe(200);
+      // The disable revoked the admin's session and the tenant's API keys, as it revokes every credential of the tenant.
+      a = { ...a, admin: await t.login(a.tenant.tenantId, a.username, a.password) };
+      scim = await ScimClient.forTenant(t, a.admin);
+    }
+  });
+});
+
+describe('SSO required', () => {
+  it("refuses the tenant's users a password login, keeps its admins', and SSO still signs in", async () => {
+    const user = await scim.post('/Users', { schemas: [URN.user], userName: `pw${Date.now()}`, password: 'user-password-1' });
+    expect(user.status).toBe(201);
+    expect((await a.admin.put(`${API}/policy/${a.tenant.tenantId}`, { ssoRequired: true })).status).toBe(200);
+    try {
+      expect((await a.admin.get(`${API}/policy/${a.tenant.tenantId}`)).body.data).toEqual({ ssoRequired: true });
+      const refused = await t.anon.post('/auth/login', { tenantId: a.tenant.tenantId, username: user.body.userName, password: 'user-password-1' });
+      expect(refused.status).toBe(403);
+      expect(refused.body.msg).toMatch(/identity provider/);
+      expect((await t.anon.post('/auth/login', { tenantId: a.tenant.tenantId, username: a.username, password: a.password })).status).toBe(200);
+      expect((await signIn(t, ids.byExternalId, { account: 'alice' })).token!.status).toBe(200);
+    } finally {
+      await a.admin.put(`${API}/policy/${a.tenant.tenantId}`, { ssoRequired: false });
+    }
+  });
+});
+
+describe('the provider rotates its keys', () => {
+  it('a token signed by a key the cached JWKS lacks is checked against the JWKS fetched again', async () => {
+    expect((await signIn(t, ids.byExternalId, { account: 'alice' })).token!.status).toBe(200);
+    await restartProvider([signingKey()]);
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the refetch's cooldown
+    expect((await signIn(t, ids.byExternalId, { account: 'alice' })).token!.status).toBe(200);
+  });
+});
