@@ -134,6 +134,8 @@ describe('connections', () => {
     const asUser = await t.login(a.tenant.tenantId, user.body.userName, 'user-password-1');
     expect((await asUser.get(`${API}/list`)).status).toBe(403);
     expect((await t.root.get(`${API}/${made.id}`)).status).toBe(200);
+    // An admin API key of the tenant above manages them too.
+    expect((await scim.as.get(`${API}/${made.id}`)).status).toBe(200);
   });
 
   it('keep their secret through a PUT without one, refuse a stale If-Match, and refuse bad URLs', async () => {
@@ -203,6 +205,9 @@ describe('signing in', () => {
     );
     expect((await alice.post('/auth/logout')).status).toBe(200);
     expect((await alice.get('/auth/me')).status).toBe(401);
+    // The records reach the change feed (and so the webhooks and streams) like every other.
+    const feed = (await a.admin.get('/system/audit-api/changes?limit=1000')).body.data.events.map((e: any) => e.action);
+    expect(feed).toEqual(expect.arrayContaining(['sso.create', 'sso.link', 'auth.sso']));
   });
 
   it('by a verified email of a domain the connection vouches for; never an unverified or foreign one', async () => {
@@ -303,6 +308,7 @@ describe('refusals', () => {
   });
 
   it('a suspended tenant: refused before the provider, and after it', async () => {
+    const signedInBefore = signedIn(t, (await signIn(t, ids.byExternalId, { account: 'alice' })).token);
     const pending = await authorize(t, ids.byExternalId);
     const { atProvider } = await import('./support/oidc/provider.js');
     const back = await atProvider(String(pending.res.headers.location), callbackOf(ids.byExternalId), { account: 'alice' });
@@ -310,6 +316,7 @@ describe('refusals', () => {
     expect((await t.root.put('/system/tenant-api', { ...writable(dto), status: '1' })).status).toBe(200);
     try {
       expect(handback(await callback(t, ids.byExternalId, back.searchParams)).searchParams.get('error')).toBe('tenant_suspended');
+      expect((await signedInBefore.get('/auth/me')).status).toBe(401); // an SSO session is suspended like any other
       expect((await authorize(t, ids.byExternalId)).res.statusCode).toBe(400);
       const discovery = await t.app.inject({ method: 'GET', url: `/auth/sso/connections?tenantId=${a.tenant.tenantId}` });
       expect(discovery.json().data).toEqual({ ssoRequired: false, connections: [] });
