@@ -56,7 +56,8 @@ export class ProviderClients {
         new URL(c.issuer),
         c.clientId,
         { client_secret: c.clientSecret, [oidc.clockTolerance]: CLOCK_SKEW_S },
-        oidc.ClientSecretPost(c.clientSecret),
+        // client_secret_basic: the method OpenID Connect assumes when a client names none; every provider takes it.
+        oidc.ClientSecretBasic(c.clientSecret),
         {
           [oidc.customFetch]: this.fetch,
           // http:// reaches only addresses in OUTBOUND_ALLOWED_CIDRS: the address rule refuses the rest.

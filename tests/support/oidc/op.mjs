@@ -23,7 +23,7 @@ const provider = new Provider(issuer, {
     ...c,
     grant_types: ['authorization_code'],
     response_types: ['code'],
-    token_endpoint_auth_method: 'client_secret_post',
+    token_endpoint_auth_method: 'client_secret_basic',
   })),
   jwks: { keys },
   pkce: { required: () => true },
