@@ -27,10 +27,12 @@ export const ROOMS = {
   auth: ['core', 'db', 'identity', 'http', 'audit', 'apikeys'],
   depts: ['core', 'db', 'identity', 'http', 'audit'],
   users: ['core', 'db', 'identity', 'http', 'audit', 'auth', 'depts'],
-  tenants: ['core', 'db', 'identity', 'http', 'audit', 'auth', 'depts', 'users'],
+  tenants: ['core', 'db', 'identity', 'http', 'audit', 'auth', 'depts', 'users', 'packages'],
   webhooks: ['core', 'db', 'identity', 'http', 'audit', 'metrics', 'outbound'],
   scim: ['core', 'db', 'identity', 'http', 'depts', 'users'],
   sso: ['core', 'db', 'identity', 'http', 'outbound', 'audit', 'auth', 'users'],
+  packages: ['core', 'db', 'identity', 'http', 'audit'],
+  quotas: ['core', 'db', 'identity', 'http', 'audit', 'tenants'],
 };
 
 // Layers inside a room: Fastify lives in the web files alone (routes,

@@ -36,6 +36,8 @@ import { scimPlugin } from './scim/scim.plugin.js';
 import { ProviderClients } from './sso/sso.client.js';
 import { ssoRoutes } from './sso/sso.routes.js';
 import { ssoSignInRoutes } from './sso/sso.signin.routes.js';
+import { quotaPlugin } from './quotas/quota.plugin.js';
+import { packageRoutes } from './packages/package.routes.js';
 
 export interface AppOptions {
   sql: Sql;
@@ -148,6 +150,8 @@ export async function buildApp({
   await app.register(userRoutes, { sql, prefix: '/system/user-api' });
   await app.register(tenantRoutes, { sql, prefix: '/system/tenant-api' });
   await app.register(apiKeyRoutes, { sql, prefix: '/system/apikey-api' });
+  await app.register(packageRoutes, { sql, prefix: '/system/package-api' });
+  await app.register(quotaPlugin, { sql });
   await app.register(scimPlugin, { sql, prefix: '/scim/v2', publicUrl: config.publicUrl });
   // Calls to identity providers follow the address rule of every outbound call (config.outbound).
   const outboundRule = { allowed: config.outbound?.allowed };

@@ -6,6 +6,8 @@ import {
   NULL_RULES,
   PASSWORD,
   QUOTA_FIELDS,
+  ALLOWANCES,
+  STORED_QUOTAS,
   RULE_FIELDS,
   ZERO_QUOTA,
   createTenant,
@@ -282,8 +284,13 @@ describe('create', () => {
       expect(partial.quotaBo).toEqual({ ...ZERO_QUOTA, enterpriseQuery: 100, pf: 3 });
     });
 
-    it.each(QUOTA_FIELDS)('refuses a negative %s with 400', async (field) => {
+    it.each(STORED_QUOTAS)('refuses a negative %s with 400', async (field) => {
       await expectCreateRefused(tenantBody({ quotaBo: { [field]: -1 } }), 400, field);
+    });
+
+    it.each(ALLOWANCES)('takes -1 (unlimited) for the allowance %s and refuses -2 with 400', async (field) => {
+      expect((await createTenant(root, { quotaBo: { [field]: -1 } })).quotaBo[field]).toBe(-1);
+      await expectCreateRefused(tenantBody({ quotaBo: { [field]: -2 } }), 400, field);
     });
 
     it('refuses a non-integer quota', async () => {

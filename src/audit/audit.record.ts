@@ -36,9 +36,14 @@ export const ACTIONS = [
   'sso.policy',
   'sso.link',
   'sso.jit',
+  'quota.threshold',
+  'package.create',
+  'package.update',
+  'package.delete',
+  'tenant.menus',
 ] as const;
 type AuditAction = (typeof ACTIONS)[number];
-export const ENTITY_TYPES = ['dept', 'user', 'tenant', 'session', 'webhook', 'apikey', 'sso'] as const;
+export const ENTITY_TYPES = ['dept', 'user', 'tenant', 'session', 'webhook', 'apikey', 'sso', 'quota', 'package'] as const;
 type EntityType = (typeof ENTITY_TYPES)[number];
 
 /** A row as `to_jsonb(row)` gives it: column names in snake_case. */
@@ -155,6 +160,20 @@ export function auditRecords(db: Db, actor: Actor, action: AuditAction, entityTy
     SELECT ${actor.tenantId}, ${actor.userName}, ${actor.userTenantId ?? actor.tenantId}, ${action}, ${entityType},
            r.entity_id::text, ${actor.requestId ?? null}, ${actor.ip ?? null}, r.changes
     FROM (${source}) AS r(entity_id, changes))`;
+}
+
+/**
+ * auditRecords for a change that reaches many tenants in one statement (a
+ * package's menus reaching the tenants on it): `source` gives one
+ * (tenant_id, entity_id, changes) row per record, each in the trail of the
+ * tenant it names; the actor is who made the change.
+ */
+export function auditRecordsAcross(db: Db, actor: Actor, action: AuditAction, entityType: EntityType, source: Fragment) {
+  return db`, audit_records AS (
+    INSERT INTO audit_log (tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, request_id, ip, changes)
+    SELECT r.tenant_id, ${actor.userName}, ${actor.userTenantId ?? actor.tenantId}, ${action}, ${entityType},
+           r.entity_id::text, ${actor.requestId ?? null}, ${actor.ip ?? null}, r.changes
+    FROM (${source}) AS r(tenant_id, entity_id, changes))`;
 }
 
 /** Writes the records of one change, in one statement per tenant whose data changed (in practice one), on `db` (the change's transaction). */

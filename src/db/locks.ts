@@ -6,6 +6,8 @@ export const LOCK = {
   bootstrap: 7_101,
   /** Per tenant: user writes (account quota, SCIM userName and group membership). */
   users: 7_102,
+  /** Per tenant and Idempotency-Key: one request with a key at a time (src/quotas/quota.idempotency.ts). */
+  quotaKeys: 7_103,
 } as const;
 
 /**

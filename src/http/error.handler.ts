@@ -20,7 +20,10 @@ const CONSTRAINTS: Record<string, [AppError['status'], string]> = {
   sys_tenant_code_key: [409, 'Tenant code already taken; retry'],
   sys_tenant_period_check: [400, 'startTime must not be after endTime'],
   sys_tenant_account_count_check: [400, 'accountCount must be >= -1'],
-  sys_tenant_quota_check: [400, 'quotaBo fields must be >= 0'],
+  sys_package_name_live_key: [409, 'Package name already taken by a live package'],
+  sys_tenant_quota_check: [400, 'quotaBo fields must be >= 0, the six allowances >= -1 (unlimited)'],
+  // Two first requests with one key, the second's snapshot older than the first's commit, twice over (src/quotas/quota.idempotency.ts).
+  quota_idempotency_pkey: [409, 'Another request with this Idempotency-Key has just answered; repeat this one to read its answer'],
 };
 
 /** SQLSTATEs that mean "the input was wrong" when no constraint name is known. */

@@ -46,6 +46,10 @@ const FAILURES: Record<number, [description: string, example: string]> = {
   412: ['If-Match names a version that is no longer current; nothing changed', 'If-Match does not match the current version; read the record again'],
   413: [`Body larger than ${BODY_LIMIT_TEXT}`, `Request body is larger than ${BODY_LIMIT_TEXT}`],
   415: ['Body is not application/json', 'Content-Type must be application/json'],
+  422: [
+    'The Idempotency-Key was used before with another request body; nothing changed',
+    'Idempotency-Key "order-4711" was used with another request body; use a new key for a new operation',
+  ],
   429: ['Too many failed logins for this account; retry later', 'Too many failed logins for this account; try again in 10 minute(s)'],
   500: [
     'Unexpected failure; the details are only in the log, under the request id',

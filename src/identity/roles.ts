@@ -8,7 +8,7 @@ export const PLATFORM_TENANT = '000000';
 // `as const` keeps each string's literal type, so Permission is the closed
 // union of these strings: a route whose config.permission is misspelt does
 // not compile (FastifyContextConfig.permission is a Permission).
-const READ = ['system:dept:list', 'system:dept:query', 'system:tenant:list', 'system:tenant:query'] as const;
+const READ = ['system:dept:list', 'system:dept:query', 'system:tenant:list', 'system:tenant:query', 'system:quota:query'] as const;
 const ADMIN = [
   ...READ,
   'system:dept:add',
@@ -37,12 +37,17 @@ const ADMIN = [
   'system:sso:add',
   'system:sso:edit',
   'system:sso:remove',
+  'system:quota:consume',
+  'system:package:list',
+  'system:package:query',
 ] as const;
+/** The platform's own resources: packages are written by the superadmin alone. */
+const SUPERADMIN = [...ADMIN, 'system:package:add', 'system:package:edit', 'system:package:remove'] as const;
 
-export type Permission = (typeof ADMIN)[number];
+export type Permission = (typeof SUPERADMIN)[number];
 
 export const PERMISSIONS: Record<Role, readonly Permission[]> = {
-  superadmin: ADMIN,
+  superadmin: SUPERADMIN,
   admin: ADMIN,
   user: READ,
 };

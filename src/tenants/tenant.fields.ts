@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import { Day, Nullable, Status } from '../core/common.schema.js';
-import { BODY_LIMIT_BYTES, CONTACT_NAME_MAX, INT4_MAX } from '../core/limits.js';
+import { CONTACT_NAME_MAX, INT4_MAX } from '../core/limits.js';
 import { field } from '../db/fields.js';
+import { MenuIds, PackageId } from '../packages/package.fields.js';
 
 // The tenant's fields, once: API name, column of sys_tenant, schema, write
 // default. tenant.schema.ts builds the schemas from these lists and
@@ -10,6 +11,8 @@ import { field } from '../db/fields.js';
 /** A tenant's code (`tenantId`, `tenantParent`), also sent by the create and update bodies. */
 export const TenantCode = Type.String({ pattern: '^[0-9]{6}$', description: 'Six-digit business code' });
 const Quota = Type.Integer({ minimum: 0, maximum: INT4_MAX, description: 'Default 0' });
+/** An allowance the services consume in each service period (docs/quotas.md). */
+const Allowance = Type.Integer({ minimum: -1, maximum: INT4_MAX, description: 'Limit per service period: -1 unlimited, 0 none; default 0' });
 const Rule = Nullable(Type.String({ maxLength: 2000, description: 'null when not configured' }));
 const NonBlank = (maxLength: number) => Type.String({ minLength: 1, maxLength, pattern: '\\S' });
 const required = { write: { required: true as const } };
@@ -37,29 +40,30 @@ export const TENANT_FIELDS = {
   }),
 };
 
-/** packageBo: the menu package. */
+/** packageBo: the menu package: a package the platform keeps (packageId, src/packages/) or a menu list of the tenant's own. */
 export const PACKAGE_FIELDS = {
-  menuIds: field(
-    'menu_ids',
-    Type.String({
-      // Bounded by the 1 MiB body limit, not tighter: 10,000 ids of up to 19
-      // digits written "1, 2, 3" (spaces allowed) exceed 200,000 characters and
-      // were refused; the 10,000-id limit is checked in normaliseMenuIds.
-      maxLength: BODY_LIMIT_BYTES,
-      description: 'Positive integers separated by commas, spaces allowed; returned normalised ("1,2,3", duplicates dropped, order kept)',
-    }),
-    { write: { default: '' } },
+  menuIds: field('menu_ids', MenuIds, { write: { default: '' } }),
+  packageId: field(
+    'package_id',
+    Type.Optional(
+      Type.String({
+        pattern: PackageId.pattern,
+        description: "The package the tenant is on; menuIds are then the package's. Absent when the tenant keeps its own menus",
+      }),
+    ),
+    // Absent, not null, for a tenant without a package: its packageBo reads as before packages existed.
+    { asText: true, read: (value: string | null) => value ?? undefined, write: { default: null } },
   ),
 };
 
-/** quotaBo: the ten usage quotas. */
+/** quotaBo: the ten usage quotas; the first six are the allowances consumed at /system/quota-api (src/quotas/), the other four stored values. */
 export const QUOTA_FIELDS = {
-  enterpriseQuery: field('enterprise_query', Quota, zero),
-  annualReportQuery: field('annual_report_query', Quota, zero),
-  chainReport: field('chain_report', Quota, zero),
-  businessReport: field('business_report', Quota, zero),
-  riskReport: field('risk_report', Quota, zero),
-  merchant: field('merchant', Quota, zero),
+  enterpriseQuery: field('enterprise_query', Allowance, zero),
+  annualReportQuery: field('annual_report_query', Allowance, zero),
+  chainReport: field('chain_report', Allowance, zero),
+  businessReport: field('business_report', Allowance, zero),
+  riskReport: field('risk_report', Allowance, zero),
+  merchant: field('merchant', Allowance, zero),
   riskReportUsed: field('risk_report_used', Quota, zero),
   zr: field('zr', Quota, zero),
   credit: field('credit', Quota, zero),

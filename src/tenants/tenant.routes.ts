@@ -3,7 +3,7 @@ import type { Sql } from '../db/database.js';
 import { assert } from '../core/app.error.js';
 import { IdParam, RefTo } from '../core/common.schema.js';
 import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.js';
-import { PackageBo, QuotaBo, RuleBo, Tenant, TenantCreate, TenantListQuery, TenantPage, TenantUpdate } from './tenant.schema.js';
+import { PackageBo, PackageBoWrite, QuotaBo, RuleBo, Tenant, TenantCreate, TenantListQuery, TenantPage, TenantUpdate } from './tenant.schema.js';
 import { requestActor } from '../identity/caller.js';
 import { etagOf, ifMatchOf } from '../core/version.js';
 import { createTenant, deleteTenant, getTenant, listTenants, updateTenant } from './tenant.sql.js';
@@ -14,7 +14,7 @@ const tags = ['tenants'];
 
 /** /system/tenant-api: the caller's tenant and the tenants below it. */
 export const tenantRoutes = routesPlugin<{ sql: Sql }>('tenant-routes', async (app, { sql }) => {
-  for (const schema of [PackageBo, QuotaBo, RuleBo, Tenant, TenantCreate, TenantUpdate, TenantPage]) app.addSchema(schema);
+  for (const schema of [PackageBo, PackageBoWrite, QuotaBo, RuleBo, Tenant, TenantCreate, TenantUpdate, TenantPage]) app.addSchema(schema);
 
   app.post(
     '/',

@@ -11,25 +11,11 @@ import type { TenantCreate, TenantUpdate } from './tenant.schema.js';
 // The tenant rules (docs/api-rules.md#tenants), one function each, with the
 // SQL that checks it. The writes in tenant.sql.ts are lists of these calls.
 
-const MAX_MENU_IDS = 10_000;
-
 /** Rule: the live tenants `t` a caller sees (identity/scope.ts); everything else answers 404. */
 export const liveTenantsVisibleTo = (sql: Db, caller: Caller) => sql`t.del_flag = '0' AND ${tenantsReadableBy(sql, caller, 't')}`;
 
-/**
- * Rule: packageBo.menuIds, "1, 2,3, 2" -> "1,2,3": positive integers,
- * duplicates dropped, first occurrence order kept. Anything else is a 400
- * naming the bad entry.
- */
-export function normaliseMenuIds(raw: string): string {
-  if (raw.trim() === '') return '';
-  const ids = raw.split(',').map((part) => part.trim());
-  assert(ids.length <= MAX_MENU_IDS, 400, `packageBo.menuIds may list at most ${MAX_MENU_IDS} ids`);
-  for (const id of ids) {
-    assert(/^[1-9][0-9]{0,18}$/.test(id), 400, `packageBo.menuIds must be positive integers separated by commas; "${id}" is not`);
-  }
-  return [...new Set(ids)].join(',');
-}
+/** The row `t` for the audit record; the 19-digit ids as text, since a JSON number would lose digits. */
+export const TENANT_IMAGE = (sql: Db) => sql`to_jsonb(t) || jsonb_build_object('id', t.id::text, 'package_id', t.package_id::text) AS image`;
 
 /** Rule: a service period starts no later than it ends. */
 export function assertPeriodInOrder(input: Pick<TenantCreate, 'startTime' | 'endTime'>): void {
@@ -75,10 +61,12 @@ export interface Period {
 
 /** The live tenant a write is about to change, row-locked, as it is now (404 when the caller cannot see it). */
 export async function lockTargetTenant(tx: Tx, caller: Caller, id: string) {
-  const [target] = await tx<({ tenantId: string; tenantParent: string | null; ancestors: string; image: RowImage } & Period)[]>`
-    SELECT t.tenant_id AS "tenantId", t.tenant_parent AS "tenantParent", t.ancestors,
+  const [target] = await tx<
+    ({ tenantId: string; tenantParent: string | null; ancestors: string; packageId: string | null; image: RowImage } & Period)[]
+  >`
+    SELECT t.tenant_id AS "tenantId", t.tenant_parent AS "tenantParent", t.ancestors, t.package_id::text AS "packageId",
            t.status, t.start_time::text AS "startTime", t.end_time::text AS "endTime",
-           to_jsonb(t) || jsonb_build_object('id', t.id::text) AS image
+           ${TENANT_IMAGE(tx)}
     FROM sys_tenant t
     WHERE t.id = ${parseInternalId(id, 'Tenant')}::bigint AND ${liveTenantsVisibleTo(tx, caller)}
     FOR UPDATE`;

@@ -5,6 +5,21 @@ import { propertiesOf } from '../db/fields.js';
 import { PACKAGE_FIELDS, QUOTA_FIELDS, RULE_FIELDS, TENANT_FIELDS, TenantCode } from './tenant.fields.js';
 
 export const PackageBo = Type.Object(propertiesOf(PACKAGE_FIELDS), { $id: 'PackageBo' });
+/** packageBo as written: a packageId (menuIds then left out, or the package's), or menuIds of the tenant's own. */
+export const PackageBoWrite = Type.Object(
+  {
+    menuIds: Type.Optional(PackageBo.properties.menuIds),
+    packageId: Type.Optional(
+      Nullable(
+        Type.String({
+          pattern: '^[0-9]{1,19}$',
+          description: 'A live package open to tenants, or the one the tenant is already on; null or absent: menuIds of its own',
+        }),
+      ),
+    ),
+  },
+  { $id: 'PackageBoWrite' },
+);
 export const QuotaBo = Type.Object(propertiesOf(QUOTA_FIELDS), { $id: 'QuotaBo' });
 export const RuleBo = Type.Object(propertiesOf(RULE_FIELDS), { $id: 'RuleBo' });
 
@@ -27,7 +42,7 @@ const optional = Type.Object({
   endTime: Type.Optional(Tenant.properties.endTime),
   status: Type.Optional(Tenant.properties.status),
   accountCount: Type.Optional(Tenant.properties.accountCount),
-  packageBo: Type.Optional(Nullable(RefTo(PackageBo))),
+  packageBo: Type.Optional(Nullable(RefTo(PackageBoWrite))),
   quotaBo: Type.Optional(Nullable(Type.Partial(QuotaBo))),
   ruleBo: Type.Optional(Nullable(Type.Partial(RuleBo))),
 });

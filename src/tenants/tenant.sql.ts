@@ -23,19 +23,17 @@ import {
   endsSessions,
   liveTenantsVisibleTo,
   lockTargetTenant,
-  normaliseMenuIds,
   parentForNewTenant,
   pathUnder,
+  TENANT_IMAGE,
 } from './tenant.rules.js';
+import { packageTaken } from '../packages/package.rules.js';
 
 // ---------------------------------------------------------------- row <-> DTO (from the field lists in tenant.fields.ts)
 
 const READ_FIELDS = { ...TENANT_FIELDS, ...PACKAGE_FIELDS, ...QUOTA_FIELDS, ...RULE_FIELDS, ...AUDIT_FIELDS };
 
 const COLUMNS = (sql: Db) => selectList(sql, 't', READ_FIELDS);
-
-/** The row `t` for the audit record; the 19-digit id as text, since a JSON number would lose digits. */
-const IMAGE = (sql: Db) => sql`to_jsonb(t) || jsonb_build_object('id', t.id::text) AS image`;
 
 const toTenant = (row: Record<string, unknown>): Tenant => ({
   ...fromRow(row, TENANT_FIELDS),
@@ -45,12 +43,16 @@ const toTenant = (row: Record<string, unknown>): Tenant => ({
   ...fromRow(row, AUDIT_FIELDS),
 });
 
-/** The writable columns of a create or a full replacement: omitted fields get their defaults. */
-function writableColumns(input: TenantCreate | TenantUpdate) {
+/**
+ * The writable columns of a create or a full replacement: omitted fields get
+ * their defaults. `currentPackage`: the package the tenant is on now, which
+ * it may keep even once disabled (packageTaken).
+ */
+async function writableColumns(tx: Tx, input: TenantCreate | TenantUpdate, currentPackage: string | null = null) {
   assertPeriodInOrder(input);
   return {
     ...writeColumns(TENANT_FIELDS, input),
-    ...writeColumns(PACKAGE_FIELDS, { menuIds: normaliseMenuIds(input.packageBo?.menuIds ?? '') }),
+    ...writeColumns(PACKAGE_FIELDS, await packageTaken(tx, input.packageBo, currentPackage)),
     ...writeColumns(QUOTA_FIELDS, input.quotaBo ?? {}),
     ...writeColumns(RULE_FIELDS, input.ruleBo ?? {}),
   };
@@ -95,10 +97,12 @@ export async function listTenants(sql: Db, caller: Caller, query: TenantListQuer
 export async function createTenant(tx: Tx, caller: Caller, input: TenantCreate): Promise<string> {
   assertCredentialsPaired(input);
   const parent = await parentForNewTenant(tx, caller, input.tenantParent ?? caller.tenantId);
-  const columns = writableColumns(input);
+  const columns = await writableColumns(tx, input);
   const [row] = await tx<{ id: string; tenantId: string; image: RowImage }[]>`
-    INSERT INTO sys_tenant ${tx({ ...columns, tenant_parent: parent.tenantId, ancestors: pathUnder(parent), create_by: caller.userName })}
-    RETURNING id::text AS id, tenant_id AS "tenantId", to_jsonb(sys_tenant) || jsonb_build_object('id', id::text) AS image`;
+    WITH t AS (
+      INSERT INTO sys_tenant ${tx({ ...columns, tenant_parent: parent.tenantId, ancestors: pathUnder(parent), create_by: caller.userName })}
+      RETURNING *)
+    SELECT t.id::text AS id, t.tenant_id AS "tenantId", ${TENANT_IMAGE(tx)} FROM t`;
   const created = row!;
   const changes = values(created.image);
   await recordAudit(tx, caller, [{ action: 'tenant.create', entityType: 'tenant', entityId: created.id, tenantId: created.tenantId, changes }]);
@@ -129,9 +133,9 @@ export async function updateTenant(tx: Tx, caller: Caller, input: TenantUpdate, 
   await checkIfMatch(ifMatch, () => getTenant(tx, caller, input.id), `Tenant ${input.id}`);
   assertLineageUnchanged(input, target);
   const [after] = await tx<{ image: RowImage }[]>`
-    UPDATE sys_tenant t SET ${tx({ ...writableColumns(input), update_by: caller.userName })}, update_time = now()
+    UPDATE sys_tenant t SET ${tx({ ...(await writableColumns(tx, input, target.packageId)), update_by: caller.userName })}, update_time = now()
     WHERE id = ${input.id}::bigint
-    RETURNING ${IMAGE(tx)}`;
+    RETURNING ${TENANT_IMAGE(tx)}`;
   if (endsSessions(target, { status: input.status ?? '0', startTime: input.startTime, endTime: input.endTime })) {
     await revokeTenantSubtreeCredentials(tx, target.tenantId, caller.userName);
   }
@@ -147,7 +151,7 @@ export async function deleteTenant(tx: Tx, caller: Caller, id: string, ifMatch?:
   await assertNoLiveChildTenant(tx, target.tenantId);
   const [deleted] = await tx<{ image: RowImage }[]>`
     UPDATE sys_tenant t SET del_flag = '2', update_by = ${caller.userName}, update_time = now() WHERE id = ${id}::bigint
-    RETURNING ${IMAGE(tx)}`;
+    RETURNING ${TENANT_IMAGE(tx)}`;
   await revokeTenantSubtreeCredentials(tx, target.tenantId, caller.userName);
   await recordAudit(tx, caller, [
     { action: 'tenant.delete', entityType: 'tenant', entityId: id, tenantId: target.tenantId, changes: values(deleted!.image) },

@@ -20,20 +20,20 @@ export class Client {
     readonly token?: string,
   ) {}
 
-  async request<T = any>(method: InjectOptions['method'], url: string, payload?: unknown): Promise<Reply<T>> {
+  async request<T = any>(method: InjectOptions['method'], url: string, payload?: unknown, headers: Record<string, string> = {}): Promise<Reply<T>> {
     const res = await this.app.inject({
       method,
       url,
       ...(payload === undefined ? {} : { payload: payload as InjectOptions['payload'] }),
-      headers: this.token ? { authorization: `Bearer ${this.token}` } : {},
+      headers: { ...headers, ...(this.token ? { authorization: `Bearer ${this.token}` } : {}) },
     });
     return { status: res.statusCode, body: res.json(), headers: res.headers };
   }
   get<T = any>(url: string) {
     return this.request<T>('GET', url);
   }
-  post<T = any>(url: string, body: unknown = {}) {
-    return this.request<T>('POST', url, body);
+  post<T = any>(url: string, body: unknown = {}, headers?: Record<string, string>) {
+    return this.request<T>('POST', url, body, headers);
   }
   put<T = any>(url: string, body: unknown) {
     return this.request<T>('PUT', url, body);

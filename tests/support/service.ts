@@ -149,10 +149,14 @@ export async function startService(env: Record<string, string>, timeoutMs = 120_
 }
 
 /** One HTTP call to a spawned service: status and parsed envelope. */
-export async function call(base: string, method: string, path: string, body?: unknown, token?: string) {
+export async function call(base: string, method: string, path: string, body?: unknown, token?: string, headers: Record<string, string> = {}) {
   const res = await fetch(`${base}${path}`, {
     method,
-    headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    headers: {
+      ...headers,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: res.status, body: (await res.json()) as { code: number; msg: string; data: any }, headers: res.headers };

@@ -21,6 +21,10 @@ export const QUOTA_FIELDS = [
   'pf',
 ] as const;
 
+/** The allowances of quotaBo: limits per service period, -1 unlimited (docs/quotas.md); the other four are stored values. */
+export const ALLOWANCES = QUOTA_FIELDS.slice(0, 6);
+export const STORED_QUOTAS = QUOTA_FIELDS.slice(6);
+
 export const RULE_FIELDS = ['modelZr', 'modelPf', 'modelEd', 'catalogZr', 'catalogPf', 'catalogEd', 'catalogRw'] as const;
 
 export const ZERO_QUOTA = Object.fromEntries(QUOTA_FIELDS.map((f) => [f, 0])) as Record<(typeof QUOTA_FIELDS)[number], number>;
@@ -38,7 +42,7 @@ export interface TenantDto {
   companyName: string;
   status: '0' | '1';
   accountCount: number;
-  packageBo: { menuIds: string };
+  packageBo: { menuIds: string; packageId?: string };
   quotaBo: Record<(typeof QUOTA_FIELDS)[number], number>;
   ruleBo: Record<(typeof RULE_FIELDS)[number], string | null>;
   createBy: string;

@@ -46,10 +46,14 @@ const TENANT_OWNED = [
   'sso_attempt',
   'sso_code',
   'sso_policy',
+  'quota_usage',
+  'quota_consumption',
+  'quota_idempotency',
 ] as const;
 /** Small or global tables, read-mostly: reference tables (or coordinator-local) under Citus. */
 const REFERENCE = [
   'sys_tenant',
+  'sys_package',
   'sys_tenant_name_gram',
   'sys_tenant_list_version',
   'app_setting',
@@ -68,7 +72,7 @@ export interface Allowed {
   /** Matched against the statement text with each run of white space made one space. */
   statement: RegExp;
   /**
-   * The tenant-owned tables it may scan without a tenant filter. Any other
+   * The tenant-owned tables it may scan, or insert into, without one tenant named. Any other
    * problem still fails it, so a join added later to an allowed statement is
    * judged like any other. Left out only for a statement that cannot be
    * judged at all (DDL, a function call).
@@ -81,7 +85,9 @@ export interface Allowed {
 function allows(entry: Allowed, text: string, problems: string[]): boolean {
   if (!entry.statement.test(text.replace(/\s+/g, ' ').trim())) return false;
   const tables = entry.unpinned;
-  return tables === undefined || problems.every((p) => tables.some((table) => p.startsWith(`scan of ${table} `)));
+  return (
+    tables === undefined || problems.every((p) => tables.some((table) => p.startsWith(`scan of ${table} `) || p.startsWith(`INSERT INTO ${table} `)))
+  );
 }
 
 export interface Verdict {
@@ -342,6 +348,20 @@ export const ALLOWLIST: readonly Allowed[] = [
       /^DELETE FROM audit_time_block b WHERE b\.max_time < now\(\) - make_interval\(days => \$1\) AND NOT EXISTS \( ?SELECT 1 FROM audit_log a WHERE a\.position >= /,
     unpinned: ['audit_log'],
     reason: "the same purge's end: drops the time window's position blocks left without a record, whichever tenants' records they held",
+  },
+  {
+    statement:
+      /^WITH before AS \( SELECT t\.id, t\.menu_ids FROM sys_tenant t WHERE t\.package_id = \$1::bigint AND t\.del_flag = '0' AND t\.menu_ids <> \$2 FOR UPDATE\), reached AS \( UPDATE sys_tenant t SET menu_ids = \$3/,
+    unpinned: ['audit_log'],
+    reason:
+      "a package's menu change reaching every live tenant on it (src/packages/package.rules.ts menusReachTenants): one statement for all of them, each tenant.menus record in the trail of the tenant it names",
+  },
+  {
+    statement:
+      /^DELETE FROM quota_idempotency WHERE \(tenant_id, idem_key\) IN \( SELECT k\.tenant_id, k\.idem_key FROM sys_tenant t CROSS JOIN LATERAL \( SELECT q\.tenant_id, q\.idem_key FROM quota_idempotency q WHERE q\.tenant_id = t\.tenant_id AND q\.create_time < now\(\) - make_interval\(days => \$1\)/,
+    unpinned: ['quota_idempotency'],
+    reason:
+      "the purge of old Idempotency-Keys (src/quotas/quota.idempotency.ts purgeKeys): drops every tenant's keys past their age, probing each tenant's own index",
   },
   {
     statement:

@@ -1,0 +1,222 @@
+import type { Db } from '../db/database.js';
+import { builtOnce } from '../db/fields.js';
+import type { Fragment } from '../db/page.js';
+import { AppError } from '../core/app.error.js';
+import { today } from '../core/time.js';
+import { auditRecords } from '../audit/audit.record.js';
+import type { Caller } from '../identity/caller.js';
+import { tenantsReadableBy } from '../identity/scope.js';
+import { BLOCKING_COLUMNS, BLOCKING_TENANT, tenantProblem, type TenantState } from '../identity/tenant.state.js';
+import { COUNTERS, limitOf, periodStartOf, UNLIMITED, type Counter } from './quota.counters.js';
+import { keepAnswer, keyCtes, onceMore, storedAnswer, type KeyOutcome, type Keyed } from './quota.idempotency.js';
+import type { Consumed, Refunded } from './quota.schema.js';
+
+// What a tenant's counters have used, and the two statements that change it
+// (docs/quotas.md): a consume, guarded by the limit in the very statement
+// that counts, and a refund. Each is one statement in its own transaction:
+// it finds the tenant, takes the Idempotency-Key, changes the counter, the
+// ledger and the key together and writes the threshold records, so a
+// counter's row is locked only while that one statement runs. Every
+// statement names the tenant.
+
+/** Thresholds, as bits of quota_usage.crossed: the consume that crosses one records it, once per counter and period. */
+const THRESHOLDS = [
+  { bit: 1, percent: 80 },
+  { bit: 2, percent: 100 },
+] as const;
+
+/**
+ * Every counter of one of the tenant's periods (default: the current one).
+ * The current period shows each limit as the tenant has it now; a past one
+ * the limit its last consume counted against, and remaining 0: nothing more
+ * is consumed in it.
+ */
+export async function usageOf(db: Db, caller: Caller, tenantId: string, periodStart?: string) {
+  const rows = await db<{ counter: Counter; limit: number; used: string; periodStart: string; current: boolean }[]>`
+    SELECT c.counter, p.period_start::text AS "periodStart", p.current, coalesce(u.used, 0) AS used,
+           CASE WHEN p.current THEN ${limitOf(db, db`c.counter`)} ELSE coalesce(u.last_limit, ${limitOf(db, db`c.counter`)}) END AS "limit"
+    FROM sys_tenant t
+    CROSS JOIN LATERAL (SELECT coalesce(${periodStart ?? null}::date, ${periodStartOf(db)}) AS period_start) p0
+    CROSS JOIN LATERAL (SELECT p0.period_start, p0.period_start = ${periodStartOf(db)} AS current) p
+    CROSS JOIN unnest(${COUNTERS as unknown as string[]}::text[]) WITH ORDINALITY AS c(counter, n)
+    LEFT JOIN quota_usage u ON u.tenant_id = ${tenantId} AND u.counter = c.counter AND u.period_start = p.period_start
+    WHERE t.tenant_id = ${tenantId} AND t.del_flag = '0' AND ${tenantsReadableBy(db, caller, 't')}
+    ORDER BY c.n`;
+  if (rows.length === 0) throw new AppError(404, `Tenant ${tenantId} not found`);
+  return {
+    tenantId,
+    periodStart: rows[0]!.periodStart,
+    counters: rows.map(({ counter, limit, used, current }) => ({
+      counter,
+      limit,
+      used: Number(used),
+      remaining: !current ? 0 : limit === UNLIMITED ? null : Math.max(limit - Number(used), 0),
+    })),
+  };
+}
+
+/**
+ * The statement's `t`: the tenant in the path when the caller may read it,
+ * with the state of its chain (tenant.state.ts) and `open` when nothing in
+ * it is suspended. No row: not found for this caller. The key is taken for
+ * any tenant found, so a suspended tenant's earlier answers still replay.
+ */
+const visibleTenant = (db: Db, caller: Caller, tenantId: string, extra: Fragment) => db`
+  t AS (
+    SELECT t.tenant_id, b.tenant_id IS NULL AS open, ${BLOCKING_COLUMNS(db)}, ${extra}
+    FROM sys_tenant t ${BLOCKING_TENANT(db, today())}
+    WHERE t.tenant_id = ${tenantId} AND t.del_flag = '0' AND ${tenantsReadableBy(db, caller, 't')})`;
+
+/** SQL: the threshold bits `used` has reached of `limit` (none when unlimited or 0). */
+const reached = (db: Db, used: Fragment, limit: Fragment) => db`
+  (CASE WHEN ${limit} > 0 AND ${used} * 5 >= ${limit} * 4 THEN 1 ELSE 0 END | CASE WHEN ${limit} > 0 AND ${used} >= ${limit} THEN 2 ELSE 0 END)`;
+
+/** The threshold table (bit, percent) as a VALUES list: numbers of the code's, written into the text once. */
+const thresholdValues = (db: Db) =>
+  builtOnce(db, THRESHOLDS, 'values', () => `(VALUES ${THRESHOLDS.map((th) => `(${th.bit}, ${th.percent})`).join(', ')})`);
+
+/** What a keyed statement's final row says. */
+type Outcome = KeyOutcome & { tenantId: string | null; response: unknown };
+
+/** 404 for a tenant not found, then the key's refusals; the stored answer to replay, or undefined when this request is the key's first. */
+function foundAndKeyed(row: Outcome, tenantId: string, keyed: Keyed): unknown {
+  if (!row.tenantId) throw new AppError(404, `Tenant ${tenantId} not found`);
+  return storedAnswer(row, keyed);
+}
+
+export type Answer<T> = { replayed: boolean; data: T };
+
+/**
+ * Rule: never more than the limit, under any concurrency, on any number of
+ * nodes. One statement checks and counts: the row of the tenant's counter
+ * and period is created with `amount`, or has `amount` added, and either
+ * only while the result stays within the limit read in the same statement.
+ * PostgreSQL evaluates an ON CONFLICT update's condition on the row it has
+ * locked, newest version, so concurrent consumes queue on the row and each
+ * sees the others' counts. A consume over the limit counts nothing and
+ * keeps no key: 409 naming what is left.
+ *
+ * The same statement writes the ledger row, the answer kept under the key,
+ * and a quota.threshold record for each threshold this consume crossed
+ * first (`crossed_now`: the bits reached now that the row had not).
+ */
+export async function consume(
+  db: Db,
+  caller: Caller,
+  keyed: Keyed,
+  input: { counter: Counter; amount: number; reference: string | null },
+): Promise<Answer<Consumed>> {
+  const { tenantId } = keyed;
+  const { counter, amount, reference } = input;
+  // The limit as the statement read it, carried into the conflict's update by the proposed row.
+  const limit = db`EXCLUDED.last_limit`;
+  const next = db`(u.used + EXCLUDED.used)`;
+  const actor = { ...caller, tenantId, userTenantId: caller.tenantId };
+  const [row] = await onceMore(
+    () => db<(Outcome & TenantState)[]>`
+      WITH ${visibleTenant(db, caller, tenantId, db`${periodStartOf(db)} AS period_start, ${limitOf(db, db`${counter}::text`)} AS lim`)},
+      ${keyCtes(db, keyed)},
+      counted AS (
+        INSERT INTO quota_usage AS u (tenant_id, counter, period_start, used, last_limit, crossed, crossed_now)
+        SELECT ${tenantId}, ${counter}, t.period_start, ${amount}, t.lim, ${reached(db, db`${amount}`, db`t.lim`)}, ${reached(db, db`${amount}`, db`t.lim`)}
+        FROM t JOIN key_lock l ON l.held LEFT JOIN prior p ON true
+        WHERE t.open AND p.request_hash IS NULL AND (t.lim = ${UNLIMITED} OR ${amount} <= t.lim)
+        ON CONFLICT (tenant_id, counter, period_start) DO UPDATE SET
+          used = ${next},
+          last_limit = ${limit},
+          crossed = u.crossed | ${reached(db, next, limit)},
+          -- Crossed now: reached by this count, not by the row's count before it (a lowered limit crosses nothing), nor announced already.
+          crossed_now = ${reached(db, next, limit)} & ~${reached(db, db`u.used`, limit)} & ~u.crossed
+        -- The guard: the conflicting row is locked and read in its newest version, so this sees every committed consume.
+        WHERE ${limit} = ${UNLIMITED} OR ${next} <= ${limit}
+        RETURNING u.period_start, u.used, u.crossed_now, u.last_limit AS lim),
+      ledger AS (
+        INSERT INTO quota_consumption (tenant_id, counter, period_start, amount, reference, create_by)
+        SELECT ${tenantId}, ${counter}, c.period_start, ${amount}, ${reference}, ${caller.userName} FROM counted c
+        RETURNING consumption_id),
+      answer AS (
+        SELECT jsonb_build_object(
+          'consumptionId', l.consumption_id::text, 'counter', ${counter}::text, 'amount', ${amount}::int, 'limit', c.lim, 'used', c.used,
+          'remaining', CASE WHEN c.lim = ${UNLIMITED} THEN NULL ELSE greatest(c.lim - c.used, 0) END) AS response
+        FROM counted c, ledger l),
+      ${keepAnswer(db, keyed)}
+      ${auditRecords(
+        db,
+        actor,
+        'quota.threshold',
+        'quota',
+        db`
+          SELECT ${counter}::text, jsonb_build_object('counter', ${counter}::text, 'percent', th.percent, 'limit', c.lim, 'used', c.used)
+          FROM counted c, ${thresholdValues(db)} th(bit, percent)
+          WHERE c.crossed_now & th.bit <> 0`,
+      )}
+      SELECT t.tenant_id AS "tenantId", ${tenantStateColumns(db)}, l.held, p.request_hash AS "priorHash", p.response AS "priorResponse",
+             a.response
+      FROM (SELECT) one LEFT JOIN t ON true LEFT JOIN key_lock l ON true LEFT JOIN prior p ON true LEFT JOIN answer a ON true`,
+  );
+  const stored = foundAndKeyed(row!, tenantId, keyed);
+  if (stored !== undefined) return { replayed: true, data: stored as Consumed };
+  const problem = tenantProblem(row!);
+  if (problem) throw new AppError(403, `Quota of tenant ${tenantId} cannot be consumed: ${problem}`);
+  if (row!.response === null) {
+    const left = (await usageOf(db, caller, tenantId)).counters.find((c) => c.counter === counter)!.remaining;
+    throw new AppError(409, `Quota ${counter} of tenant ${tenantId} has ${left} left; ${amount} asked, nothing consumed`);
+  }
+  return { replayed: false, data: row!.response as Consumed };
+}
+
+/** The TenantState columns of `t`, as visibleTenant named them. */
+const tenantStateColumns = (db: Db) => db`
+  t."blockingTenantId", t."blockingTenantName", t."blockingDelFlag", t."blockingStatus", t."blockingStartTime", t."blockingEndTime"`;
+
+/**
+ * Gives back `amount` (default: all it still holds) of a consumption, to the
+ * period it was taken from, never more than it took less its earlier
+ * refunds, however many refunds race: the consumption's row is locked
+ * (`held`, which reads its newest version) before its refunds are added
+ * to. Refunds are taken from a suspended tenant too: they only correct a
+ * count.
+ */
+export async function refund(
+  db: Db,
+  caller: Caller,
+  keyed: Keyed,
+  input: { consumptionId: string; amount: number | null },
+): Promise<Answer<Refunded>> {
+  const { tenantId } = keyed;
+  const { consumptionId, amount } = input;
+  const [row] = await onceMore(
+    () => db<(Outcome & { found: boolean | null; left: number | null })[]>`
+      WITH ${visibleTenant(db, caller, tenantId, db`true AS visible`)},
+      ${keyCtes(db, keyed)},
+      held AS (
+        SELECT c.counter, c.period_start, c.amount - c.refunded AS "left", coalesce(${amount}::int, c.amount - c.refunded) AS give
+        FROM quota_consumption c JOIN key_lock l ON l.held LEFT JOIN prior p ON true
+        WHERE p.request_hash IS NULL AND c.tenant_id = ${tenantId} AND c.consumption_id = ${consumptionId}::int8
+        FOR UPDATE OF c),
+      taken AS (
+        UPDATE quota_consumption c SET refunded = c.refunded + h.give FROM held h
+        WHERE c.tenant_id = ${tenantId} AND c.consumption_id = ${consumptionId}::int8 AND h.give BETWEEN 1 AND h."left"
+        RETURNING c.counter, c.period_start, c.refunded, h.give),
+      restored AS (
+        UPDATE quota_usage u SET used = u.used - k.give FROM taken k
+        WHERE u.tenant_id = ${tenantId} AND u.counter = k.counter AND u.period_start = k.period_start
+        RETURNING u.used),
+      answer AS (
+        SELECT jsonb_build_object('consumptionId', ${consumptionId}::text, 'counter', k.counter, 'amount', k.give, 'refunded', k.refunded, 'used', r.used)
+          AS response
+        FROM taken k, restored r),
+      ${keepAnswer(db, keyed)}
+      SELECT t.tenant_id AS "tenantId", l.held, p.request_hash AS "priorHash", p.response AS "priorResponse",
+             h.counter IS NOT NULL AS found, h."left", a.response
+      FROM (SELECT) one LEFT JOIN t ON true LEFT JOIN key_lock l ON true LEFT JOIN prior p ON true
+        LEFT JOIN held h ON true LEFT JOIN answer a ON true`,
+  );
+  const stored = foundAndKeyed(row!, tenantId, keyed);
+  if (stored !== undefined) return { replayed: true, data: stored as Refunded };
+  if (!row!.found) throw new AppError(404, `Consumption ${consumptionId} not found for tenant ${tenantId}`);
+  if (row!.response === null) {
+    throw new AppError(400, `Consumption ${consumptionId} holds ${row!.left} that can be refunded; ${amount ?? row!.left} asked`);
+  }
+  return { replayed: false, data: row!.response as Refunded };
+}
