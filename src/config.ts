@@ -1,13 +1,17 @@
 // Configuration comes only from the environment (docs/operations.md#configuration), optionally
 // completed by a .env file, and is checked once at start-up, so a typo stops
 // the process with the variable's name instead of surfacing later as odd
-// behaviour.
+// behaviour. This file names the variables and what each means; how one kind
+// of value is read and refused is src/config.parse.ts.
 import { existsSync } from 'node:fs';
 import { DEFAULT_TOKEN_TTL } from './core/limits.js';
-import { APPLICATION_NAME, DatabaseUrlError, parseDatabaseUrl } from './db/url.js';
+import { APPLICATION_NAME } from './db/url.js';
+import { boolean, ConfigError, integer, postgresUrl, seconds, text } from './config.parse.js';
 import { tracesConfig, TracesConfigError, type TracesConfig } from './traces/traces.config.js';
 import { AddressRuleError, parseAllowedCidrs, type AddressRule } from './outbound/outbound.address.js';
 import { DELIVERY_DEFAULTS, type DeliveryOptions } from './webhooks/webhook.options.js';
+
+export { ConfigError };
 
 export interface Config {
   port: number;
@@ -51,8 +55,6 @@ export interface Config {
   webhooks: Pick<DeliveryOptions, 'timeoutMs' | 'retrySchedule'>;
 }
 
-export class ConfigError extends Error {}
-
 export const DEFAULT_CHART_CACHE_MB = 64;
 /**
  * Reads `.env` from the working directory when there is one. A variable
@@ -66,40 +68,6 @@ export function loadEnvFile(path = '.env'): boolean {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
-
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
-  }
-  return Number(raw);
-}
-
-function text(env: NodeJS.ProcessEnv, name: string): string | undefined {
-  const raw = env[name];
-  return raw === undefined || raw === '' ? undefined : raw;
-}
-
-function boolean(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
-  const raw = text(env, name);
-  if (raw === undefined) return fallback;
-  if (raw !== 'true' && raw !== 'false') throw new ConfigError(`${name} must be true or false, got "${raw}"`);
-  return raw === 'true';
-}
-
-/** A libpq-style URL, possibly with several hosts (src/db/url.ts); the error never repeats the URL, which may hold a password. */
-function postgresUrl(env: NodeJS.ProcessEnv, name: string): string | undefined {
-  const raw = text(env, name);
-  if (raw === undefined) return undefined;
-  try {
-    parseDatabaseUrl(raw);
-  } catch (err) {
-    if (err instanceof DatabaseUrlError) throw new ConfigError(`${name} ${err.message}`);
-    throw err;
-  }
-  return raw;
-}
 
 /** CORS_ORIGINS: comma-separated origins such as https://admin.example.com, or `*` for any. */
 function origins(env: NodeJS.ProcessEnv): string[] | undefined {
@@ -154,15 +122,6 @@ function traces(env: NodeJS.ProcessEnv): TracesConfig | undefined {
     if (err instanceof TracesConfigError) throw new ConfigError(err.message);
     throw err;
   }
-}
-
-/** A number of seconds, fractions allowed (tests use short ones). */
-function seconds(name: string, raw: string, max: number): number {
-  const value = Number(raw);
-  if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !(value > 0) || value > max) {
-    throw new ConfigError(`${name} must be a number of seconds above 0 and at most ${max}, got "${raw}"`);
-  }
-  return value;
 }
 
 /**
