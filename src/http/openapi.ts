@@ -131,13 +131,17 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       // every other 200 travels inside the envelope, also where the route writes the envelope itself (list, tree).
       const ownContent = response?.['200'] !== undefined && 'content' in response['200'];
       const transformed = response?.['200'] && !ownContent ? { ...schema, response: { ...response, 200: successResponse(response['200']) } } : schema;
-      // GET /{id} and DELETE /{ids} are one path to a client: the document
-      // names DELETE's parameter `id` too, so the templates do not collide.
-      // The wire is positional, so the handler's own name does not matter.
-      if (route.method === 'DELETE' && url.endsWith('/:ids')) {
+      // GET /{id} and DELETE /{ids} (or /{packageId} and /{packageIds}) are
+      // one path to a client: the document names DELETE's parameter in the
+      // singular too, so the templates do not collide. The wire is
+      // positional, so the handler's own name does not matter.
+      const many = route.method === 'DELETE' ? /\/:(\w*[iI]d)s$/.exec(url) : null;
+      if (many) {
+        const one = many[1]!;
+        const ids = (schema?.params as { properties?: Record<string, unknown> } | undefined)?.properties?.[`${one}s`] ?? IdsParam.properties.ids;
         return {
-          schema: { ...transformed, params: { type: 'object', required: ['id'], properties: { id: IdsParam.properties.ids } } },
-          url: url.replace(/:ids$/, ':id'),
+          schema: { ...transformed, params: { type: 'object', required: [one], properties: { [one]: ids } } },
+          url: url.replace(/:\w+$/, `:${one}`),
         };
       }
       return { schema: transformed, url };
