@@ -88,30 +88,35 @@ export async function startTracing(config: TracesConfig): Promise<Tracing> {
   instrumentation.setTracerProvider(provider);
   const otelPlugin = instrumentation.plugin();
 
-  const plugin = fp(async (app: FastifyInstance) => {
-    await app.register(otelPlugin);
-    app.addHook('onRequest', (request, reply, done) => {
-      const span = request.opentelemetry().span;
-      if (span) {
-        // Every line this request logs carries its trace (docs/operations.md#logs), the one line per request included.
-        const { traceId, spanId } = span.spanContext();
-        request.log = reply.log = request.log.child({ trace_id: traceId, span_id: spanId });
-      }
-      done();
-    });
-    // A body is read from the socket's events, outside the request's context: the
-    // handler (and its statements) run back inside it from here on.
-    app.addHook('preValidation', (request, _reply, done) => {
-      const ctx = request.opentelemetry().context;
-      if (ctx) context.with(ctx, done);
-      else done();
-    });
-    app.addHook('onSend', (request, reply, payload, done) => {
-      const span = request.opentelemetry().span as RequestSpan | null;
-      if (span && reply.statusCode >= 500) span[SET_STATUS]?.({ code: SpanStatusCode.ERROR } satisfies SpanStatus);
-      done(null, payload);
-    });
-  });
+  // Named, so a plugin that needs the request spans can list it in its `dependencies` and Fastify checks the
+  // order; it needs nothing registered before it, being registered first (src/app.ts).
+  const plugin = fp(
+    async (app: FastifyInstance) => {
+      await app.register(otelPlugin);
+      app.addHook('onRequest', (request, reply, done) => {
+        const span = request.opentelemetry().span;
+        if (span) {
+          // Every line this request logs carries its trace (docs/operations.md#logs), the one line per request included.
+          const { traceId, spanId } = span.spanContext();
+          request.log = reply.log = request.log.child({ trace_id: traceId, span_id: spanId });
+        }
+        done();
+      });
+      // A body is read from the socket's events, outside the request's context: the
+      // handler (and its statements) run back inside it from here on.
+      app.addHook('preValidation', (request, _reply, done) => {
+        const ctx = request.opentelemetry().context;
+        if (ctx) context.with(ctx, done);
+        else done();
+      });
+      app.addHook('onSend', (request, reply, payload, done) => {
+        const span = request.opentelemetry().span as RequestSpan | null;
+        if (span && reply.statusCode >= 500) span[SET_STATUS]?.({ code: SpanStatusCode.ERROR } satisfies SpanStatus);
+        done(null, payload);
+      });
+    },
+    { name: 'tracing' },
+  );
 
   return {
     plugin,
