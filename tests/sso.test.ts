@@ -3,7 +3,7 @@ import { buildTestApp, Client, type TestApp } from './support/app.js';
 import { provisionTenant, readTenant, writable, type Provisioned } from './support/tenant-fixtures.js';
 import { ScimClient, URN } from './support/scim.js';
 import { freePort, publicPart, signingKey, startProvider, type Jwk, type RunningProvider } from './support/oidc/provider.js';
-import { authorize, callback, callbackOf, handback, pkce, PUBLIC_URL, redeem, RETURN_TO, signedIn, signIn } from './support/sso.js';
+import { authorize, callback, callbackOf, handback, pastProvider, pkce, PUBLIC_URL, redeem, RETURN_TO, signedIn, signIn } from './support/sso.js';
 import { testOutbound } from './support/outbound.js';
 
 // Single sign-on through HTTP (docs/sso.md) against a real OpenID Provider
@@ -22,7 +22,7 @@ let scim: ScimClient;
 let port: number;
 let keys: Jwk[];
 let op: RunningProvider | undefined;
-const ids = {} as { byExternalId: string; byEmail: string; jit: string; entra: string; disabled: string };
+const ids = {} as { byExternalId: string; byEmail: string; jit: string; entra: string; disabled: string; interrupted: string };
 
 /** The provider's people: the claims each account's ID token carries. */
 const ACCOUNTS: Record<string, Record<string, unknown>> = {
@@ -82,6 +82,7 @@ beforeAll(async () => {
   ids.jit = (await connect('Just in time', { link: 'none', jit: true, emailDomains: ['example.com'] })).id;
   ids.entra = (await connect('Entra', { subjectClaim: 'oid', allowedTids: ['tid-good'] })).id;
   ids.disabled = (await connect('Disabled', { status: '1' })).id;
+  ids.interrupted = (await connect('Disabled meanwhile')).id;
   await restartProvider([signingKey()]);
 }, 120_000);
 afterAll(async () => {
@@ -233,6 +234,21 @@ describe('signing in', () => {
   });
 });
 
+/** PUT of the connection as read, with `status`. */
+async function setStatus(id: string, status: '0' | '1') {
+  const {
+    redirectUri: _r,
+    createBy: _cb,
+    createTime: _ct,
+    updateBy: _ub,
+    updateTime: _ut,
+    tenantId: _t,
+    ...body
+  } = (await a.admin.get(`${API}/${id}`)).body.data;
+  const res = await a.admin.put(API, { ...body, status });
+  expect(res.status, JSON.stringify(res.body)).toBe(200);
+}
+
 describe('refusals', () => {
   it('a disabled person, the provider saying no, a person nobody provisioned', async () => {
     expect((await signIn(t, ids.byExternalId, { account: 'carol' })).error).toBe('user_disabled');
@@ -251,6 +267,28 @@ describe('refusals', () => {
     expect((await redeem(t, code, verifier)).status).toBe(400); // a wrong verifier used the code up
     const again = await signIn(t, ids.byExternalId, { account: 'alice' });
     expect((await redeem(t, again.code!, again.verifier)).status).toBe(400); // redeemed once already by signIn
+  });
+
+  it('a connection disabled meanwhile: a sign-in in flight is refused at the callback, a code handed out before at the token', async () => {
+    const inFlight = await pastProvider(t, ids.interrupted);
+    const handedOut = await pastProvider(t, ids.interrupted);
+    const code = handback(await callback(t, ids.interrupted, handedOut.back.searchParams)).searchParams.get('code')!;
+    await setStatus(ids.interrupted, '1');
+    try {
+      const landed = handback(await callback(t, ids.interrupted, inFlight.back.searchParams));
+      expect(landed.searchParams.get('error')).toBe('access_denied');
+      expect(landed.searchParams.get('state')).toBe(inFlight.state);
+      const refused = await redeem(t, code, handedOut.verifier);
+      expect(refused.status).toBe(403);
+      expect(refused.body.msg).toMatch(/disabled or deleted/);
+      const failed = (await t.root.get(`/system/audit-api/list?action=auth.login_failed&tenantId=${a.tenant.tenantId}&pageSize=100`)).body.data.rows;
+      expect(failed.filter((r: any) => r.changes.connectionId === ids.interrupted)).toEqual([
+        expect.objectContaining({ changes: { via: 'sso', reason: 'access_denied', connectionId: ids.interrupted } }),
+      ]);
+    } finally {
+      await setStatus(ids.interrupted, '0');
+    }
+    expect((await signIn(t, ids.interrupted, { account: 'alice' })).token!.status).toBe(200);
   });
 
   it('before the provider, a 400 envelope and no redirect: an unlisted return_to, no challenge, plain PKCE, a disabled connection, an unknown one', async () => {

@@ -45,6 +45,17 @@ export async function signInConnection(db: Db, key: ConnectionKey): Promise<Sign
   return row;
 }
 
+/**
+ * Whether the connection is still there and enabled, share-locking it (as a
+ * login share-locks the person and the tenant), so a disable or delete
+ * waits for a sign-in being finished and one after it is seen.
+ */
+export async function lockConnectionEnabled(tx: Tx, key: ConnectionKey): Promise<boolean> {
+  const [row] = await tx<{ status: string }[]>`
+    SELECT status FROM sso_connection WHERE tenant_id = ${key.tenantId} AND connection_id = ${key.connectionId} FOR SHARE`;
+  return row?.status === '0';
+}
+
 export interface Attempt {
   codeVerifier: string;
   nonce: string;

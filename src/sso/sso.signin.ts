@@ -10,7 +10,16 @@ import { accountProblem, createSession, lockLoginAccount } from '../auth/auth.sq
 import { InvalidProviderResponse, type ProviderClients } from './sso.client.js';
 import { resolvePerson } from './sso.person.js';
 import { parseConnectionId, type ConnectionKey } from './sso.rules.js';
-import { link, saveAttempt, saveCode, signInConnection, takeAttempt, takeCode, type SignInConnection } from './sso.signin.sql.js';
+import {
+  link,
+  lockConnectionEnabled,
+  saveAttempt,
+  saveCode,
+  signInConnection,
+  takeAttempt,
+  takeCode,
+  type SignInConnection,
+} from './sso.signin.sql.js';
 
 // A sign-in through a connection, in three legs (docs/sso.md#the-flow):
 // authorize (the SPA's browser to the provider), callback (the provider
@@ -104,6 +113,8 @@ export async function finishSignIn(
     ]);
     return back({ error: reason });
   };
+  // Disabled since the authorize leg: the sign-in in flight ends here, before the provider's code is redeemed.
+  if (connection.status !== '0') return refuse('access_denied', `SSO connection ${id} was disabled after the sign-in began`);
 
   // The URL the provider was given: the code's redemption sends it again, and openid-client takes it from here.
   const callbackUrl = new URL(attempt.redirectUri);
@@ -153,6 +164,7 @@ const challengeOf = (verifier: string) => createHash('sha256').update(verifier).
  * holding the verifier of the challenge it was bound to. The person and the
  * tenant are checked again, as at a password login; the session is an
  * ordinary one (logout, revocation and suspension end it as any other).
+ * So is the connection: disabled or deleted since the callback, no session.
  */
 export async function redeemCode(sql: Sql, code: string, verifier: string, ttlSeconds: number, origin: RequestOrigin) {
   const tenantId = /^([0-9]{6})\./.exec(code)?.[1];
@@ -166,6 +178,9 @@ export async function redeemCode(sql: Sql, code: string, verifier: string, ttlSe
     'code_verifier does not match the code_challenge of this sign-in; sign in again',
   );
   return transaction(sql, async (tx) => {
+    // The connection too, as the person and the tenant: one disabled or deleted since the callback signs nobody in.
+    if (!(await lockConnectionEnabled(tx, { tenantId, connectionId: taken.connectionId })))
+      throw new AppError(403, `Login refused: SSO connection ${tenantId}-${taken.connectionId} has been disabled or deleted`);
     const current = await lockLoginAccount(tx, tenantId, taken.userId);
     const problem = current ? accountProblem(current) : 'the user has been deleted';
     if (problem || !current) throw new AppError(403, `Login refused: ${problem}`);

@@ -27,6 +27,14 @@ export async function authorize(t: TestApp, id: string, query: Record<string, st
   return { res, verifier, state: params.state };
 }
 
+/** A sign-in up to the provider sending the browser back (the callback not yet called): what it carries, and the SPA's verifier and state. */
+export async function pastProvider(t: TestApp, id: string, action: { account: string } | { deny: true } = { account: 'alice' }) {
+  const { res, verifier, state } = await authorize(t, id);
+  expect(res.statusCode, res.body).toBe(302);
+  const back = await atProvider(String(res.headers.location), callbackOf(id), action);
+  return { back, verifier, state };
+}
+
 /** The service's callback, called with what the provider sent the browser back with. */
 export async function callback(t: TestApp, id: string, query: URLSearchParams | string) {
   return t.app.inject({ method: 'GET', url: `/auth/sso/${id}/callback?${query.toString()}` });
