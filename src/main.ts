@@ -10,7 +10,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { listenManagement } from './metrics/management.server.js';
 import { parseDatabaseUrl } from './db/url.js';
 import type { Tracing } from './traces/traces.sdk.js';
-import { TIMED_OUT, within } from './core/timeout.js';
+import { settledWithin, TIMED_OUT, within } from './core/timeout.js';
 
 /** docs/operations.md#traces: the SDK is imported only when tracing is on. */
 async function startTracing(config: Config): Promise<Tracing | undefined> {
@@ -144,14 +144,7 @@ async function main(): Promise<void> {
  */
 function flushLog(log: FastifyBaseLogger, ms: number): Promise<void> {
   const { flush } = log as { flush?: (cb: () => void) => void };
-  if (typeof flush !== 'function') return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    flush.call(log, () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
+  return settledWithin(ms, typeof flush === 'function' ? new Promise<void>((resolve) => flush.call(log, () => resolve())) : undefined);
 }
 
 main().catch((err) => {
