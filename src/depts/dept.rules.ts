@@ -22,7 +22,7 @@ export function assertLiveParent(parent: Parent | null | undefined, parentId: nu
 }
 
 /** RuoYi's path: "0" at the top, else the parent's path followed by the parent's id. */
-export const pathUnder = (parent: Parent | null, parentId: number) => (parent ? `${parent.ancestors},${parentId}` : '0');
+export const deptPathUnder = (parent: Parent | null, parentId: number) => (parent ? `${parent.ancestors},${parentId}` : '0');
 
 /** Rule: nothing is created or enabled under a disabled parent. */
 export function assertParentEnabled(parent: Parent | null, parentId: number, refused: string): void {

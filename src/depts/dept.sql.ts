@@ -13,7 +13,7 @@ import {
   assertNotOwnParent,
   assertParentEnabled,
   assertLiveParent,
-  pathUnder,
+  deptPathUnder,
   subtreePathsRewrite,
   trimmedName,
 } from './dept.rules.js';
@@ -101,7 +101,7 @@ export async function createDept(tx: Tx, actor: Actor, input: DeptCreate, extra:
         ...writeColumns(DEPT_FIELDS, { ...input, deptName }),
         ...extra,
         tenant_id: actor.tenantId,
-        ancestors: pathUnder(parent, input.parentId),
+        ancestors: deptPathUnder(parent, input.parentId),
         create_by: actor.userName,
       })}
       RETURNING *
@@ -142,7 +142,7 @@ export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatc
   if (status === '0') assertParentEnabled(parent, input.parentId, 'a department under it cannot be enabled');
   else await assertNoEnabledChild(tx, tenantId, input.deptId);
 
-  const ancestors = moved ? pathUnder(parent, input.parentId) : current.ancestors;
+  const ancestors = moved ? deptPathUnder(parent, input.parentId) : current.ancestors;
   // The department, its record (one, for the department itself) and, for a move, its subtree's paths: one statement.
   await tx`
     WITH RECURSIVE before AS (
