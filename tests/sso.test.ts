@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, Client, type TestApp } from './support/app.js';
 import { provisionTenant, readTenant, writable, type Provisioned } from './support/tenant-fixtures.js';
@@ -22,7 +23,7 @@ let scim: ScimClient;
 let port: number;
 let keys: Jwk[];
 let op: RunningProvider | undefined;
-const ids = {} as { byExternalId: string; byEmail: string; jit: string; entra: string; disabled: string; interrupted: string };
+const ids = {} as { byExternalId: string; byEmail: string; jit: string; entra: string; disabled: string; interrupted: string; doomed: string };
 
 /** The provider's people: the claims each account's ID token carries. */
 const ACCOUNTS: Record<string, Record<string, unknown>> = {
@@ -83,6 +84,7 @@ beforeAll(async () => {
   ids.entra = (await connect('Entra', { subjectClaim: 'oid', allowedTids: ['tid-good'] })).id;
   ids.disabled = (await connect('Disabled', { status: '1' })).id;
   ids.interrupted = (await connect('Disabled meanwhile')).id;
+  ids.doomed = (await connect('Deleted meanwhile')).id;
   await restartProvider([signingKey()]);
 }, 120_000);
 afterAll(async () => {
@@ -289,6 +291,25 @@ describe('refusals', () => {
       await setStatus(ids.interrupted, '0');
     }
     expect((await signIn(t, ids.interrupted, { account: 'alice' })).token!.status).toBe(200);
+  });
+
+  it('a connection deleted meanwhile: its sign-ins in flight and the codes it handed out go with it', async () => {
+    const inFlight = await pastProvider(t, ids.doomed);
+    const handedOut = await pastProvider(t, ids.doomed);
+    const code = handback(await callback(t, ids.doomed, handedOut.back.searchParams)).searchParams.get('code')!;
+    expect((await a.admin.delete(`${API}/${ids.doomed}`)).status).toBe(200);
+    expect((await callback(t, ids.doomed, inFlight.back.searchParams)).statusCode).toBe(400);
+    const gone = await redeem(t, code, handedOut.verifier);
+    expect(gone.status).toBe(400);
+    expect(gone.body.msg).toMatch(/Unknown, expired or already used code/);
+    // A code a callback saved as the delete committed (after its DELETE of the codes) signs nobody in either.
+    const late = { code: `${a.tenant.tenantId}.${randomBytes(32).toString('base64url')}`, ...pkce() };
+    await t.sql`
+      INSERT INTO sso_code (tenant_id, code_hash, connection_id, user_id, spa_challenge, expires_at)
+      SELECT tenant_id, ${createHash('sha256').update(late.code).digest()}, ${Number(ids.doomed.split('-')[1])}, user_id, ${late.challenge},
+        now() + interval '60 seconds'
+      FROM sys_user WHERE tenant_id = ${a.tenant.tenantId} AND user_name = 'alice@example.com'`;
+    expect((await redeem(t, late.code, late.verifier)).status).toBe(403);
   });
 
   it('before the provider, a 400 envelope and no redirect: an unlisted return_to, no challenge, plain PKCE, a disabled connection, an unknown one', async () => {

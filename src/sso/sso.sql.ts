@@ -109,7 +109,12 @@ export async function updateConnection(tx: Tx, caller: Caller, input: SsoConnect
   await recordAudit(tx, caller, [{ action: 'sso.update', entityType: 'sso', entityId: input.id, tenantId: key.tenantId, changes }]);
 }
 
-/** Deletes a connection with its links and the sign-ins in flight; its people stay, and their sessions. */
+/**
+ * Deletes a connection with its links and the sign-ins in flight: its
+ * attempts and links go by their foreign keys' cascade, its one-time codes
+ * (which have none) here, so a code handed out before the delete signs
+ * nobody in. Its people stay, and their sessions.
+ */
 export async function deleteConnection(tx: Tx, caller: Caller, id: string, ifMatch?: string): Promise<void> {
   const key = parseConnectionId(id);
   const [locked] = key ? await visible(tx, caller, key, true) : [];
@@ -117,6 +122,7 @@ export async function deleteConnection(tx: Tx, caller: Caller, id: string, ifMat
   const before = toConnection(locked);
   await checkIfMatch(ifMatch, async () => before, `SSO connection ${id}`);
   await tx`DELETE FROM sso_connection WHERE tenant_id = ${key.tenantId} AND connection_id = ${key.connectionId}`;
+  await tx`DELETE FROM sso_code WHERE tenant_id = ${key.tenantId} AND connection_id = ${key.connectionId}`;
   await recordAudit(tx, caller, [{ action: 'sso.delete', entityType: 'sso', entityId: id, tenantId: key.tenantId, changes: described(before) }]);
 }
 
