@@ -141,6 +141,23 @@ describe('consuming', () => {
     expect((await c.admin.get(`${API}/${c.tenant.tenantId}/ledger`)).body.data.total).toBe(2);
   });
 
+  it('counts against the largest limit an integer holds, and records its thresholds there too', async () => {
+    const big = 2_147_483_647;
+    const c = await childTenant({ merchant: big });
+    const first = await consume(c.admin, c.tenant.tenantId, { counter: 'merchant', amount: 1_000_000 });
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    expect(first.body.data).toMatchObject({ limit: big, used: 1_000_000, remaining: big - 1_000_000 });
+    // Near each threshold (set directly: a million a consume would take thousands of requests), a consume crosses it.
+    const setUsed = (used: number) => t.sql`UPDATE quota_usage SET used = ${used} WHERE tenant_id = ${c.tenant.tenantId} AND counter = 'merchant'`;
+    await setUsed(Math.ceil(big * 0.8) - 5);
+    expect((await consume(c.admin, c.tenant.tenantId, { counter: 'merchant', amount: 10 })).status).toBe(200);
+    await setUsed(big - 10);
+    const last = await consume(c.admin, c.tenant.tenantId, { counter: 'merchant', amount: 10 });
+    expect(last.body.data).toMatchObject({ used: big, remaining: 0 });
+    expect((await thresholds(c.admin, c.tenant.tenantId)).map((r) => r.percent).sort()).toEqual([100, 80]);
+    expect((await consume(c.admin, c.tenant.tenantId, { counter: 'merchant', amount: 1 })).status).toBe(409);
+  });
+
   it('counts without limit at -1, and answers remaining null', async () => {
     const c = await childTenant({ annualReportQuery: -1 });
     await consume(c.admin, c.tenant.tenantId, { counter: 'annualReportQuery', amount: 1_000_000 });

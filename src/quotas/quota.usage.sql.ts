@@ -68,8 +68,9 @@ const visibleTenant = (db: Db, caller: Caller, tenantId: string, extra: Fragment
     WHERE t.tenant_id = ${tenantId} AND t.del_flag = '0' AND ${tenantsReadableBy(db, caller, 't')})`;
 
 /** SQL: the threshold bits `used` has reached of `limit` (none when unlimited or 0). */
+// In bigint: a limit may be as large as an integer holds, and four times it is not.
 const reached = (db: Db, used: Fragment, limit: Fragment) => db`
-  (CASE WHEN ${limit} > 0 AND ${used} * 5 >= ${limit} * 4 THEN 1 ELSE 0 END | CASE WHEN ${limit} > 0 AND ${used} >= ${limit} THEN 2 ELSE 0 END)`;
+  (CASE WHEN ${limit} > 0 AND ${used}::int8 * 5 >= ${limit}::int8 * 4 THEN 1 ELSE 0 END | CASE WHEN ${limit} > 0 AND ${used} >= ${limit} THEN 2 ELSE 0 END)`;
 
 /** The threshold table (bit, percent) as a VALUES list: numbers of the code's, written into the text once. */
 const thresholdValues = (db: Db) =>
