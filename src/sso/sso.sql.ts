@@ -4,7 +4,7 @@ import { assert } from '../core/app.error.js';
 import { checkIfMatch } from '../core/version.js';
 import { fromRow, selectList, writeColumns } from '../db/fields.js';
 import { pageOf, type PageQuery } from '../db/page.js';
-import { recordAudit, type Changes } from '../audit/audit.record.js';
+import { diff, recordAudit, type Changes } from '../audit/audit.record.js';
 import type { Caller } from '../identity/caller.js';
 import { tenantsReadableBy } from '../identity/scope.js';
 import { BLOCKING_TENANT } from '../identity/tenant.state.js';
@@ -22,20 +22,14 @@ export type StoredConnection = ReturnType<typeof toConnection>;
 const COLUMNS = (sql: Db) => selectList(sql, 'c', CONNECTION_FIELDS);
 const toConnection = (row: Row) => fromRow(row, CONNECTION_FIELDS);
 
-/** What an audit record says of a connection: never its client secret. */
+/**
+ * What an audit record says of a connection: never its client secret. An
+ * update's record is diff() of two of these, the audit room's rule for every
+ * entity's update (which also drops any field named like a secret).
+ */
 function described(c: Omit<StoredConnection, 'id' | 'createBy' | 'createTime' | 'updateBy' | 'updateTime'>): Changes {
   const { name, issuer, clientId, scopes, subjectClaim, allowedTids, emailDomains, link, jit, jitDeptId, returnUrls, status, tenantId } = c;
   return { tenantId, name, issuer, clientId, scopes, subjectClaim, allowedTids, emailDomains, link, jit, jitDeptId, returnUrls, status };
-}
-
-/** The changed fields of an update, `{field: {before, after}}`; `clientSecret: 'replaced'` when a new one was sent. */
-function changed(before: Changes, after: Changes, secretReplaced: boolean): Changes {
-  const out: Changes = {};
-  for (const [field, value] of Object.entries(after)) {
-    if (JSON.stringify(before[field]) !== JSON.stringify(value)) out[field] = { before: before[field], after: value };
-  }
-  if (secretReplaced) out.clientSecret = 'replaced';
-  return out;
 }
 
 /** Rule: a tenant the caller may manage connections of: live, and in its subtree (the superadmin: any). 404 otherwise. */
@@ -105,7 +99,11 @@ export async function updateConnection(tx: Tx, caller: Caller, input: SsoConnect
     UPDATE sso_connection c SET ${tx(columns)}, update_time = now()
     WHERE c.tenant_id = ${key.tenantId} AND c.connection_id = ${key.connectionId}
     RETURNING ${COLUMNS(tx)}`;
-  const changes = changed(described(before), described(toConnection(row!)), input.clientSecret !== undefined);
+  // A new secret is said only as replaced: never its value, old or new.
+  const changes = {
+    ...diff(described(before), described(toConnection(row!))),
+    ...(input.clientSecret === undefined ? {} : { clientSecret: 'replaced' }),
+  };
   await recordAudit(tx, caller, [{ action: 'sso.update', entityType: 'sso', entityId: input.id, tenantId: key.tenantId, changes }]);
 }
 
