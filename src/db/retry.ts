@@ -40,7 +40,8 @@ const CONNECTION_LOST = new Set([
   '57P03',
 ]);
 
-function codeOf(error: unknown): string {
+/** The error's code (a SQLSTATE, or the driver's or the socket's code), "" when it has none. */
+export function codeOf(error: unknown): string {
   return String((error as { code?: unknown } | null)?.code ?? '');
 }
 

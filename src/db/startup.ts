@@ -1,5 +1,6 @@
 import type { Database, Sql } from './database.js';
 import { TIMED_OUT, within } from '../core/timeout.js';
+import { codeOf } from './retry.js';
 
 /**
  * docs/operations.md#database-waits: at start, a database that is unreachable
@@ -54,7 +55,6 @@ async function probe(targets: [Sql, string][]): Promise<{ where: string; err: un
   return failed.find((f) => finalRefusal(codeOf(f.err), messageOf(f.err))) ?? failed[0] ?? null;
 }
 
-const codeOf = (err: unknown) => String((err as { code?: unknown } | null)?.code ?? '');
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 export async function waitForDatabase(
