@@ -12,6 +12,7 @@
 // paths, write, in one transaction; no audit record, no depth rule, no
 // validation beyond the parent's existence, no confirming second pass over
 // the subtree (the service makes one: src/depts/dept.locks.ts, lockMove).
+// Its quota consume (`npm run bench -- quota`) is the bare guarded UPDATE.
 //
 //   PORT=19401 JWT_SECRET=... DATABASE_URL=... node --import tsx bench/baseline.server.ts
 //   PORT=19401 JWT_SECRET=... DATA_DIR=... node --import tsx bench/baseline.server.ts   (embedded copy)
@@ -142,6 +143,23 @@ app.put<{ Body: { deptId: number; parentId: number; deptName: string } }>('/syst
   });
   return status === 200 ? { code: 200, msg: 'success', data: null } : refused(reply, status);
 });
+
+// Quota (`npm run bench -- quota`): the bare guarded UPDATE a consume must at
+// least make, on a usage row the bench seeded: the limit checked in the
+// statement that counts. No tenant check, no idempotency key, no ledger, no
+// threshold, no period, no validation.
+app.post<{ Params: { tenantId: string }; Body: { counter: string; amount: number } }>(
+  '/system/quota-api/:tenantId/consume',
+  async (request, reply) => {
+    const { counter, amount } = request.body;
+    const [row] = await sql<{ used: string; lim: number }[]>`
+      UPDATE quota_usage SET used = used + ${amount}
+      WHERE tenant_id = ${request.params.tenantId} AND counter = ${counter} AND used + ${amount} <= last_limit
+      RETURNING used, last_limit AS lim`;
+    if (!row) return refused(reply, 409);
+    return { code: 200, msg: 'success', data: { used: Number(row.used), remaining: row.lim - Number(row.used) } };
+  },
+);
 
 await app.listen({ port, host: '127.0.0.1' });
 const stop = async () => {

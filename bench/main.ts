@@ -6,8 +6,9 @@
 //   writes           creates and moves under load beside the bare stack (bench/writes.bench.ts)
 //   scale            reads across 10,000 tenants beside a near-empty database (bench/scale.bench.ts)
 //   webhooks         webhook delivery and what it costs a write (bench/webhooks.bench.ts)
+//   quota            quota consumes beside a bare guarded UPDATE; a package change reaching its tenants (bench/quota.bench.ts)
 //
-// load, big, writes and scale run the built service as a process: it is built first.
+// load, big, writes, scale and quota run the built service as a process: it is built first.
 
 const mode = process.argv[2] ?? 'latency';
 
@@ -20,15 +21,17 @@ const run = async (): Promise<void> => {
     case 'load':
     case 'big':
     case 'writes':
+    case 'quota':
     case 'scale': {
       await (await import('./harness/processes.js')).buildService();
       if (mode === 'load') return (await import('./load.bench.js')).load();
       if (mode === 'big') return (await import('./big.bench.js')).big();
       if (mode === 'writes') return (await import('./writes.bench.js')).writes();
+      if (mode === 'quota') return (await import('./quota.bench.js')).quota();
       return (await import('./scale.bench.js')).scale();
     }
     default:
-      throw new Error(`unknown bench mode "${mode}": use latency, load, big, writes, scale or webhooks`);
+      throw new Error(`unknown bench mode "${mode}": use latency, load, big, writes, scale, quota or webhooks`);
   }
 };
 

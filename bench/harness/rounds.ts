@@ -49,10 +49,12 @@ async function cpuMs(pid: number | undefined): Promise<number> {
 
 // ---------------------------------------------------------------- autocannon
 
-/** A write for autocannon: its method and a fresh body for each request. */
+/** A write for autocannon: its method and a fresh body for each request (and, when given, a fresh path and headers). */
 interface Write {
   method: 'POST' | 'PUT';
   body: () => object;
+  path?: () => string;
+  headers?: () => Record<string, string>;
 }
 
 /** CONNECTIONS connections on `path` for `seconds`; every request must succeed. CPU per request is `pid`'s. */
@@ -64,7 +66,17 @@ export async function cannon(port: number, path: string, headers: Record<string,
     ...(write
       ? {
           method: write.method,
-          requests: [{ setupRequest: (request: autocannon.Request) => ({ ...request, body: JSON.stringify(write.body()) }) }],
+          requests: [
+            {
+              setupRequest: (request: autocannon.Request) => ({
+                ...request,
+                ...(write.path ? { path: write.path() } : {}),
+                // The request's own headers replace the run's: send those too.
+                ...(write.headers ? { headers: { ...headers, 'content-type': 'application/json', ...write.headers() } } : {}),
+                body: JSON.stringify(write.body()),
+              }),
+            },
+          ],
         }
       : {}),
     connections: CONNECTIONS,
@@ -75,7 +87,8 @@ export async function cannon(port: number, path: string, headers: Record<string,
     ...(RATE > 0 ? { overallRate: RATE } : {}),
   });
   const failed = result.non2xx + result.errors + result.timeouts;
-  if (failed > 0) throw new Error(`${write?.method ?? 'GET'} ${path} on ${port}: ${failed} failed requests`);
+  if (failed > 0)
+    throw new Error(`${write?.method ?? 'GET'} ${path} on ${port}: ${failed} failed requests (statuses ${JSON.stringify(result.statusCodeStats)})`);
   // What one request costs the server process in CPU: the figure the machine's load moves least.
   const cpuUs = (((await cpuMs(pid)) - cpuBefore) * 1000) / Math.max(result.requests.total, 1);
   return { rps: result.requests.average, p99: result.latency.p99, cpuUs };

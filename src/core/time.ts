@@ -16,6 +16,13 @@ export function formatDateTime(d: Date | null): string | null {
   return `${formatDate(d)} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }
 
+let zone: { tz: string | undefined; name: string } | undefined;
+/** The IANA name of the process time zone, for SQL that must read a timestamp's date in it; looked up again only when TZ changes. */
+export function timeZoneName(): string {
+  if (zone === undefined || zone.tz !== process.env.TZ) zone = { tz: process.env.TZ, name: Intl.DateTimeFormat().resolvedOptions().timeZone };
+  return zone.name;
+}
+
 export function today(): string {
   return formatDate(new Date());
 }

@@ -2,6 +2,7 @@ import type { PendingQuery, Row } from 'postgres';
 import type { Db } from '../db/database.js';
 import { builtOnce, plainName } from '../db/fields.js';
 import { QUOTA_FIELDS } from '../tenants/tenant.fields.js';
+import { timeZoneName } from '../core/time.js';
 
 // The counters a service consumes (docs/quotas.md#counters): six of
 // quotaBo's fields are allowances, limits for the tenant's current service
@@ -36,5 +37,5 @@ export function limitOf(sql: Db, counter: PendingQuery<Row[]>) {
  * A renewal (a new startTime) starts a new period, counted from 0.
  */
 export function periodStartOf(sql: Db) {
-  return sql`COALESCE(t.start_time, (t.create_time AT TIME ZONE ${Intl.DateTimeFormat().resolvedOptions().timeZone})::date)`;
+  return sql`COALESCE(t.start_time, (t.create_time AT TIME ZONE ${timeZoneName()})::date)`;
 }
