@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, Client, createUserAndLogin, secondNode, type Node, type TestApp } from './support/app.js';
+import { purgeKeys } from '../src/quotas/quota.idempotency.js';
 import { createTenant, dayFromToday, provisionTenant, readTenant, writable, type Provisioned, type TenantDto } from './support/tenant-fixtures.js';
 
 // Quota usage through HTTP (docs/quotas.md): the six allowances of quotaBo
@@ -235,6 +236,23 @@ describe('Idempotency-Key', () => {
     expect(again.body.data).toEqual(first.body.data);
     expect((await counterOf(c.admin, c.tenant.tenantId, 'merchant')).used).toBe(3);
     expect((await c.admin.get(`${API}/${c.tenant.tenantId}/ledger`)).body.data.total).toBe(1);
+  });
+
+  it('keeps a key at least 7 days: the purge drops only keys past 8 days, after which the key is new again', async () => {
+    const c = await childTenant({ merchant: 10 });
+    const [young, old] = [newKey(), newKey()];
+    for (const key of [young, old]) expect((await consume(c.admin, c.tenant.tenantId, { counter: 'merchant', amount: 1 }, key)).status).toBe(200);
+    const age = (key: string, days: number) =>
+      t.sql`UPDATE quota_idempotency SET create_time = now() - make_interval(days => ${days}) WHERE tenant_id = ${c.tenant.tenantId} AND idem_key = ${key}`;
+    await age(young, 7);
+    await age(old, 9);
+    expect(await purgeKeys(t.appSql)).toBeGreaterThanOrEqual(1);
+    const replay = await consume(c.admin, c.tenant.tenantId, { counter: 'merchant', amount: 1 }, young);
+    expect(replay.headers['idempotent-replayed']).toBe('true');
+    // The purged key answers as a new one: another body is no longer 422, and it counts.
+    const again = await consume(c.admin, c.tenant.tenantId, { counter: 'merchant', amount: 2 }, old);
+    expect(again.status).toBe(200);
+    expect(again.body.data.used).toBe(4);
   });
 
   it('refuses the same key with another body (422), and keys of one tenant are not those of another', async () => {
