@@ -13,7 +13,7 @@ import type { Tracing } from './traces/traces.sdk.js';
 import { settledWithin, TIMED_OUT, within } from './core/timeout.js';
 
 /** docs/operations.md#traces: the SDK is imported only when tracing is on. */
-async function startTracing(config: Config): Promise<Tracing | undefined> {
+async function loadTracing(config: Config): Promise<Tracing | undefined> {
   if (!config.traces) return undefined;
   return (await import('./traces/traces.sdk.js')).startTracing(config.traces);
 }
@@ -68,7 +68,7 @@ async function main(): Promise<void> {
     throw err;
   }
 
-  const tracing = await startTracing(config);
+  const tracing = await loadTracing(config);
   const db = await openDatabase(config);
   await waitForDatabase(db, config.dbStartTimeout, ({ where, refused, reason }, retryInMs) =>
     console.error(`${where} ${refused ? 'refused the connection' : 'not answering'} (${reason}); retrying in ${(retryInMs / 1000).toFixed(1)} s`),

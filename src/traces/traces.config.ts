@@ -34,7 +34,8 @@ export class TracesConfigError extends Error {}
 
 const DEFAULT_ENDPOINT = 'http://localhost:4318';
 
-function text(env: NodeJS.ProcessEnv, name: string): string | undefined {
+/** The value without its surrounding blanks (src/config.parse.ts's `text` keeps a value as given); unset or blank: undefined. */
+function trimmedValue(env: NodeJS.ProcessEnv, name: string): string | undefined {
   const raw = env[name]?.trim();
   return raw === undefined || raw === '' ? undefined : raw;
 }
@@ -55,7 +56,7 @@ function httpUrl(name: string, raw: string): string {
 
 /** The W3C Baggage-like list the OTEL_* spec uses: key=value pairs separated by commas, values percent-encoded. */
 function keyValues(env: NodeJS.ProcessEnv, name: string): Record<string, string> {
-  const raw = text(env, name);
+  const raw = trimmedValue(env, name);
   const result: Record<string, string> = {};
   if (raw === undefined) return result;
   for (const entry of raw.split(',')) {
@@ -74,18 +75,19 @@ function keyValues(env: NodeJS.ProcessEnv, name: string): Record<string, string>
 }
 
 function protocol(env: NodeJS.ProcessEnv): OtlpProtocol {
-  const name = text(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
-  const raw = text(env, name) ?? 'http/protobuf';
+  const name =
+    trimmedValue(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') !== undefined ? 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL' : 'OTEL_EXPORTER_OTLP_PROTOCOL';
+  const raw = trimmedValue(env, name) ?? 'http/protobuf';
   if (raw === 'http/protobuf' || raw === 'http/json') return raw;
   if (raw === 'grpc')
     throw new TracesConfigError(`${name}=grpc is not supported: this service sends OTLP over HTTP; use http/protobuf (port 4318) or http/json`);
   throw new TracesConfigError(`${name} must be http/protobuf or http/json, got "${raw}"`);
 }
 
-function sampler(env: NodeJS.ProcessEnv): { sampler: SamplerName; samplerRatio: number } {
-  const raw = text(env, 'OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on';
+function samplerSetting(env: NodeJS.ProcessEnv): { sampler: SamplerName; samplerRatio: number } {
+  const raw = trimmedValue(env, 'OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on';
   if (!SAMPLERS.includes(raw as SamplerName)) throw new TracesConfigError(`OTEL_TRACES_SAMPLER must be one of ${SAMPLERS.join(', ')}, got "${raw}"`);
-  const arg = text(env, 'OTEL_TRACES_SAMPLER_ARG');
+  const arg = trimmedValue(env, 'OTEL_TRACES_SAMPLER_ARG');
   let samplerRatio = 1;
   if (arg !== undefined && raw.endsWith('traceidratio')) {
     samplerRatio = Number(arg);
@@ -101,16 +103,16 @@ function sampler(env: NodeJS.ProcessEnv): { sampler: SamplerName; samplerRatio: 
  * OTEL_SDK_DISABLED=true turn it off whatever else is set.
  */
 export function tracesConfig(env: NodeJS.ProcessEnv, defaultServiceName: string): TracesConfig | undefined {
-  const disabled = text(env, 'OTEL_SDK_DISABLED')?.toLowerCase();
+  const disabled = trimmedValue(env, 'OTEL_SDK_DISABLED')?.toLowerCase();
   if (disabled !== undefined && disabled !== 'true' && disabled !== 'false') {
     throw new TracesConfigError(`OTEL_SDK_DISABLED must be true or false, got "${env.OTEL_SDK_DISABLED}"`);
   }
-  const exporter = text(env, 'OTEL_TRACES_EXPORTER');
+  const exporter = trimmedValue(env, 'OTEL_TRACES_EXPORTER');
   if (exporter !== undefined && exporter !== 'otlp' && exporter !== 'none') {
     throw new TracesConfigError(`OTEL_TRACES_EXPORTER must be otlp or none, got "${exporter}"`);
   }
-  const tracesEndpoint = text(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
-  const endpoint = text(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  const tracesEndpoint = trimmedValue(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  const endpoint = trimmedValue(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
   if (disabled === 'true' || exporter === 'none') return undefined;
   if (tracesEndpoint === undefined && endpoint === undefined && exporter !== 'otlp') return undefined;
 
@@ -124,8 +126,8 @@ export function tracesConfig(env: NodeJS.ProcessEnv, defaultServiceName: string)
     url,
     protocol: protocol(env),
     headers: { ...keyValues(env, 'OTEL_EXPORTER_OTLP_HEADERS'), ...keyValues(env, 'OTEL_EXPORTER_OTLP_TRACES_HEADERS') },
-    serviceName: text(env, 'OTEL_SERVICE_NAME') ?? resourceAttributes['service.name'] ?? defaultServiceName,
+    serviceName: trimmedValue(env, 'OTEL_SERVICE_NAME') ?? resourceAttributes['service.name'] ?? defaultServiceName,
     resourceAttributes,
-    ...sampler(env),
+    ...samplerSetting(env),
   };
 }

@@ -32,7 +32,7 @@ export interface Tracing {
   shutdown(timeoutMs: number): Promise<void>;
 }
 
-function sampler({ sampler: name, samplerRatio }: TracesConfig): Sampler {
+function buildSampler({ sampler: name, samplerRatio }: TracesConfig): Sampler {
   const root = name.endsWith('always_off')
     ? new AlwaysOffSampler()
     : name.endsWith('traceidratio')
@@ -59,7 +59,7 @@ type RequestSpan = Span & { [SET_STATUS]?: Span['setStatus'] };
 export async function startTracing(config: TracesConfig): Promise<Tracing> {
   const provider = new NodeTracerProvider({
     resource: defaultResource().merge(resourceFromAttributes({ ...config.resourceAttributes, 'service.name': config.serviceName })),
-    sampler: sampler(config),
+    sampler: buildSampler(config),
     spanProcessors: [new BatchSpanProcessor(await exporter(config))],
   });
   // Global context manager (AsyncLocalStorage) and propagator: @fastify/otel reads the incoming
