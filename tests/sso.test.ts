@@ -65,6 +65,14 @@ async function connect(name: string, body: Record<string, unknown> = {}, as: Cli
   return res.body.data as Record<string, any>;
 }
 
+/** The connection as GET answers it, less what a PUT does not take. */
+async function writableConnection(id: string): Promise<Record<string, unknown>> {
+  const read = await a.admin.get(`${API}/${id}`);
+  expect(read.status).toBe(200);
+  const { redirectUri: _r, createBy: _cb, createTime: _ct, updateBy: _ub, updateTime: _ut, tenantId: _t, ...body } = read.body.data;
+  return body;
+}
+
 beforeAll(async () => {
   t = await buildTestApp({ config: { publicUrl: PUBLIC_URL, ...testOutbound('127.0.0.0/8') } });
   a = await provisionTenant(t, t.root);
@@ -176,6 +184,31 @@ describe('connections', () => {
       (await a.admin.post(API, { name: 'x', issuer: 'https://10.0.0.1', clientId: 'c', clientSecret: 's', returnUrls: [RETURN_TO] })).status,
     ).toBe(400);
   });
+
+  it('are deleted: 200, gone, an sso.delete record; neither that nor an update record holds a secret', async () => {
+    const made = await connect('Deleted');
+    const replacement = 'a-replacement-secret-no-record-may-hold';
+    expect((await a.admin.put(API, { ...(await writableConnection(made.id)), name: 'Deleted soon', clientSecret: replacement })).status).toBe(200);
+    expect((await a.admin.delete(`${API}/${made.id}`)).status).toBe(200);
+    expect((await a.admin.get(`${API}/${made.id}`)).status).toBe(404);
+    expect((await a.admin.delete(`${API}/${made.id}`)).status).toBe(404);
+    const recorded = async (action: string) => (await t.root.get(`/system/audit-api/list?action=${action}&entityId=${made.id}`)).body.data.rows;
+    const updates = await recorded('sso.update');
+    expect(updates.map((r: any) => r.changes)).toEqual([{ name: { before: 'Deleted', after: 'Deleted soon' }, clientSecret: 'replaced' }]);
+    const deletes = await recorded('sso.delete');
+    expect(deletes).toEqual([
+      expect.objectContaining({
+        entityType: 'sso',
+        entityId: made.id,
+        tenantId: a.tenant.tenantId,
+        changes: expect.objectContaining({ name: 'Deleted soon', issuer: made.issuer, clientId: CLIENT.client_id, returnUrls: [RETURN_TO] }),
+      }),
+    ]);
+    for (const record of [...updates, ...deletes]) {
+      expect(JSON.stringify(record)).not.toContain(CLIENT.client_secret);
+      expect(JSON.stringify(record)).not.toContain(replacement);
+    }
+  });
 });
 
 describe('discovery for a login page', () => {
@@ -238,16 +271,7 @@ describe('signing in', () => {
 
 /** PUT of the connection as read, with `status`. */
 async function setStatus(id: string, status: '0' | '1') {
-  const {
-    redirectUri: _r,
-    createBy: _cb,
-    createTime: _ct,
-    updateBy: _ub,
-    updateTime: _ut,
-    tenantId: _t,
-    ...body
-  } = (await a.admin.get(`${API}/${id}`)).body.data;
-  const res = await a.admin.put(API, { ...body, status });
+  const res = await a.admin.put(API, { ...(await writableConnection(id)), status });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
 }
 
