@@ -24,9 +24,10 @@ type Fragment = PendingQuery<Row[]>;
  * superadmin's walk the position index directly. Anyone else's read the
  * (tenant_id, position) index once per visible tenant, each run limited to
  * the rows the page can use, and merge the runs: walking the whole log in
- * position order and keeping a small tenant's few records took over a
- * second on a million records. The visible tenants are found by the scope
- * rule (identity/scope.ts), a walk down from the caller's tenant.
+ * position order for a small tenant's few records reads most of the log to
+ * fill one page (docs/benchmark.md#reads-across-10000-tenants). The visible
+ * tenants are found by the scope rule (identity/scope.ts), a walk down from
+ * the caller's tenant.
  */
 function visibleRecords(sql: Db, viewer: Caller, where: Fragment, order: 'ASC' | 'DESC') {
   const direction = order === 'ASC' ? sql`ASC` : sql`DESC`;
@@ -58,8 +59,9 @@ const BLOCK = 256;
  * bottom of the first position block whose time span meets the window to
  * the top of the last (sql/014_audit_time_blocks.sql); undefined when no
  * block meets it. Positions follow times closely (a record is positioned
- * soon after it is written), so those blocks are few and lie together: a
- * day of 3,300 records at a million is 14 blocks.
+ * soon after it is written), so those blocks are few and lie together, and
+ * their number follows the window's records, not the log's
+ * (docs/benchmark.md#reads-across-10000-tenants).
  *
  * Read in a statement of its own, before the page's: with the blocks as
  * subqueries of the page's statement, the generic plan priced the lookup by
@@ -82,9 +84,10 @@ async function windowPositions(sql: Db, begin: Date | undefined, end: Date | und
  * The page of a superadmin's time window, newest first by position: the
  * keys for keyedPageOf's `pageKeys`, counted apart. The position index is
  * walked newest first between the window's positions (windowPositions),
- * passing over the records outside the window, until the page is found: a
- * day's newest ten after some 200 records, where reading the whole day by
- * the time index and keeping the newest read all 3,300 of it.
+ * passing over the records outside the window, until the page is found:
+ * the walk stops once the page is full, where reading the whole window by
+ * the time index and keeping the newest read all of it
+ * (docs/benchmark.md#reads-across-10000-tenants).
  * `filters` are the list's other conditions (none with an index of its own).
  */
 function windowPage(

@@ -2,12 +2,12 @@ import type { Db } from '../db/database.js';
 import { countBound, type Fragment, type PageQuery } from '../db/page.js';
 
 // The platform's tenant list by page number, without a filter: every live
-// tenant in id order. A page far down it walked every live id before it (the
-// last page at 10,000 tenants passes 10,000 index entries, half a millisecond
-// where the first page's walk takes a few hundredths), so the cost of a page
-// grew with its number. Here the live ids are kept in memory, in order, with
-// the version of the tenant rows they were read at
-// (sql/017_tenant_list_version.sql), and so are the pages answered from them.
+// tenant in id order. A page far down it walked every live id before it, so
+// the cost of a page grew with its number
+// (docs/benchmark.md#scale-milliseconds-against-a-handful-of-rows). Here the
+// live ids are kept in memory, in order, with the version of the tenant rows
+// they were read at (sql/017_tenant_list_version.sql), and so are the pages
+// answered from them.
 // Each request reads the version first: while it is the same, no tenant has
 // been written since (on any node), and the kept ids and pages are the answer
 // as that request's own read would find it. Otherwise the ids are read anew.
