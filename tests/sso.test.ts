@@ -413,12 +413,16 @@ describe('refusals', () => {
 });
 
 describe('SSO required', () => {
-  it("refuses the tenant's users a password login, keeps its admins', and SSO still signs in", async () => {
+  it("is told to the login page, refuses the tenant's users a password login, keeps its admins', and SSO still signs in", async () => {
     const user = await scim.post('/Users', { schemas: [URN.user], userName: `pw${Date.now()}`, password: 'user-password-1' });
     expect(user.status).toBe(201);
     expect((await a.admin.put(`${API}/policy/${a.tenant.tenantId}`, { ssoRequired: true })).status).toBe(200);
     try {
       expect((await a.admin.get(`${API}/policy/${a.tenant.tenantId}`)).body.data).toEqual({ ssoRequired: true });
+      // The login page learns it without a token, beside the connections it offers.
+      const discovery = (await t.anon.get(`/auth/sso/connections?tenantId=${a.tenant.tenantId}`)).body.data;
+      expect(discovery.ssoRequired).toBe(true);
+      expect(discovery.connections.map((c: any) => c.id)).toContain(ids.byExternalId);
       const refused = await t.anon.post('/auth/login', { tenantId: a.tenant.tenantId, username: user.body.userName, password: 'user-password-1' });
       expect(refused.status).toBe(403);
       expect(refused.body.msg).toMatch(/identity provider/);
