@@ -111,7 +111,7 @@ async function countUpTo(sql: Db, from: (n: number) => Fragment, page: PageQuery
  * `pageKeys`: for a walk that no index gives in key order (the audit
  * list's time window, read from the (time, position) index). There the one
  * walk would sort the first bound + 1 rows in key order only to count them
- * and keep a page: at 3,300 records in a day, most of the read. Instead the
+ * and keep a page: on a busy day most of the read (docs/benchmark.md#reads-across-10000-tenants). Instead the
  * count stops after bound + 1 rows in whatever order they come, and the
  * page's keys are `pageKeys(limit, offset)`, an array of the keys in order
  * (the caller knows which read finds them soonest); the answer is the same.

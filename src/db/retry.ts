@@ -137,8 +137,8 @@ export class CommitOutcomeUnknown extends Error {
  * - idle_in_transaction_session_timeout: a transaction whose client vanished
  *   (a cut network) releases its locks on the server's own clock.
  * - jit off: the recursive walks over a big subtree are estimated at millions
- *   of rows, and compiling their plans took longer than running them (a big
- *   tenant's move spent half its time compiling; docs/benchmark.md#big-tenants).
+ *   of rows, and compiling their plans took longer than running them
+ *   (docs/benchmark.md#big-tenants).
  */
 function applySettings(tx: Tx): void {
   void tx`SELECT set_config('idle_in_transaction_session_timeout', '60s', true), set_config('jit', 'off', true)`.execute();
