@@ -336,6 +336,32 @@ describe('refusals', () => {
     expect((await redeem(t, late.code, late.verifier)).status).toBe(403);
   });
 
+  it('a sign-in kept past its 10 minutes, and a code past its 60 s: refused', async () => {
+    const hash = (secret: string) => createHash('sha256').update(secret).digest();
+    const tenantId = a.tenant.tenantId;
+    const stale = await pastProvider(t, ids.byExternalId);
+    const stateHash = hash(stale.back.searchParams.get('state')!);
+    const [attempt] = await t.sql<{ left: number }[]>`
+      SELECT extract(epoch FROM expires_at - now())::float8 AS left FROM sso_attempt WHERE tenant_id = ${tenantId} AND state_hash = ${stateHash}`;
+    expect(attempt!.left).toBeGreaterThan(600 - 30);
+    expect(attempt!.left).toBeLessThanOrEqual(600);
+    await t.sql`UPDATE sso_attempt SET expires_at = now() - interval '1 second' WHERE tenant_id = ${tenantId} AND state_hash = ${stateHash}`;
+    const late = await callback(t, ids.byExternalId, stale.back.searchParams);
+    expect(late.statusCode).toBe(400);
+    expect(late.json().msg).toMatch(/expired/);
+
+    const fresh = await pastProvider(t, ids.byExternalId);
+    const code = handback(await callback(t, ids.byExternalId, fresh.back.searchParams)).searchParams.get('code')!;
+    const [kept] = await t.sql<{ left: number }[]>`
+      SELECT extract(epoch FROM expires_at - now())::float8 AS left FROM sso_code WHERE tenant_id = ${tenantId} AND code_hash = ${hash(code)}`;
+    expect(kept!.left).toBeGreaterThan(60 - 30);
+    expect(kept!.left).toBeLessThanOrEqual(60);
+    await t.sql`UPDATE sso_code SET expires_at = now() - interval '1 second' WHERE tenant_id = ${tenantId} AND code_hash = ${hash(code)}`;
+    const expired = await redeem(t, code, fresh.verifier);
+    expect(expired.status).toBe(400);
+    expect(expired.body.msg).toMatch(/expired/);
+  });
+
   it('before the provider, a 400 envelope and no redirect: an unlisted return_to, no challenge, plain PKCE, a disabled connection, an unknown one', async () => {
     for (const query of [
       { return_to: 'https://evil.example.com/steal' },
