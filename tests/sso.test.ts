@@ -23,6 +23,7 @@ let scim: ScimClient;
 let port: number;
 let keys: Jwk[];
 let op: RunningProvider | undefined;
+let kateScimId: string;
 const ids = {} as { byExternalId: string; byEmail: string; jit: string; entra: string; disabled: string; interrupted: string; doomed: string };
 
 /** The provider's people: the claims each account's ID token carries. */
@@ -32,6 +33,7 @@ const ACCOUNTS: Record<string, Record<string, unknown>> = {
   mallory: { email: 'mallory@example.com', email_verified: false },
   foreign: { email: 'eve@elsewhere.org', email_verified: true },
   carol: { email: 'carol@example.com', email_verified: true },
+  kate: { email: 'kate@example.com', email_verified: true },
   newbie: { email: 'newbie@example.com', email_verified: true, name: 'New Person' },
   entra: { oid: 'oid-of-dan', tid: 'tid-good', email: 'dan@example.com', email_verified: true },
   entraOther: { oid: 'oid-of-dan', tid: 'tid-evil' },
@@ -85,6 +87,9 @@ beforeAll(async () => {
   expect((await user('eve@elsewhere.org')).status).toBe(201);
   expect((await user('carol@example.com', { externalId: 'carol', active: false })).status).toBe(201);
   expect((await user('dan@example.com', { externalId: 'oid-of-dan' })).status).toBe(201);
+  const kate = await user('kate@example.com', { externalId: 'kate' });
+  expect(kate.status).toBe(201);
+  kateScimId = kate.body.id;
   port = await freePort();
   ids.byExternalId = (await connect('By externalId')).id;
   ids.byEmail = (await connect('By email', { link: 'email', emailDomains: ['example.com'] })).id;
@@ -244,6 +249,21 @@ describe('signing in', () => {
     // The records reach the change feed (and so the webhooks and streams) like every other.
     const feed = (await a.admin.get('/system/audit-api/changes?limit=1000')).body.data.events.map((e: any) => e.action);
     expect(feed).toEqual(expect.arrayContaining(['sso.create', 'sso.link', 'auth.sso']));
+  });
+
+  it('a link, once made, is kept: the externalId moving to another person later does not move the sign-in', async () => {
+    const first = await signIn(t, ids.byExternalId, { account: 'kate' });
+    expect((await signedIn(t, first.token).get('/auth/me')).body.data.user.userName).toBe('kate@example.com');
+    expect((await scim.patch(`/Users/${kateScimId}`, [{ op: 'replace', path: 'externalId', value: 'kate-before' }])).status).toBe(200);
+    const other = await scim.post('/Users', {
+      schemas: [URN.user],
+      userName: 'kate.now@example.com',
+      externalId: 'kate',
+      emails: [{ value: 'kate.now@example.com', type: 'work', primary: true }],
+    });
+    expect(other.status).toBe(201);
+    const again = await signIn(t, ids.byExternalId, { account: 'kate' });
+    expect((await signedIn(t, again.token).get('/auth/me')).body.data.user.userName).toBe('kate@example.com');
   });
 
   it('by a verified email of a domain the connection vouches for; never an unverified or foreign one', async () => {
