@@ -1,11 +1,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { importJWK, SignJWT, type JWK } from 'jose';
 import { buildTestApp, Client, type TestApp } from './support/app.js';
 import { provisionTenant, readTenant, writable, type Provisioned } from './support/tenant-fixtures.js';
 import { ScimClient, URN } from './support/scim.js';
 import { freePort, publicPart, signingKey, startProvider, type Jwk, type RunningProvider } from './support/oidc/provider.js';
 import { authorize, callback, callbackOf, handback, pastProvider, pkce, PUBLIC_URL, redeem, RETURN_TO, signedIn, signIn } from './support/sso.js';
 import { testOutbound } from './support/outbound.js';
+import { ProviderClients } from '../src/sso/sso.client.js';
+import { parseAllowedCidrs } from '../src/outbound/outbound.address.js';
 
 // Single sign-on through HTTP (docs/sso.md) against a real OpenID Provider
 // (oidc-provider) on loopback: connections and their scope, the discovery
@@ -24,7 +27,16 @@ let port: number;
 let keys: Jwk[];
 let op: RunningProvider | undefined;
 let kateScimId: string;
-const ids = {} as { byExternalId: string; byEmail: string; jit: string; entra: string; disabled: string; interrupted: string; doomed: string };
+const ids = {} as {
+  byExternalId: string;
+  byEmail: string;
+  jit: string;
+  entra: string;
+  disabled: string;
+  interrupted: string;
+  doomed: string;
+  slashed: string;
+};
 
 /** The provider's people: the claims each account's ID token carries. */
 const ACCOUNTS: Record<string, Record<string, unknown>> = {
@@ -98,6 +110,8 @@ beforeAll(async () => {
   ids.disabled = (await connect('Disabled', { status: '1' })).id;
   ids.interrupted = (await connect('Disabled meanwhile')).id;
   ids.doomed = (await connect('Deleted meanwhile')).id;
+  // The provider's issuer is http://127.0.0.1:<port>, without the slash: its tokens' iss is not this connection's issuer.
+  ids.slashed = (await connect('Issuer with a slash', { issuer: `http://127.0.0.1:${port}/` })).id;
   await restartProvider([signingKey()]);
 }, 120_000);
 afterAll(async () => {
@@ -417,6 +431,29 @@ describe('refusals', () => {
     // A code the provider minted for another application it serves.
     const foreignClient = await signIn(t, ids.byExternalId, { account: 'alice' }, (url) => url.searchParams.set('client_id', OTHER_CLIENT.client_id));
     expect(foreignClient.error).toBe('invalid_response');
+  });
+
+  it("an ID token whose iss is not the connection's issuer exactly (openid-client matched the discovery document's issuer to it as a URL)", async () => {
+    expect((await signIn(t, ids.slashed, { account: 'alice' })).error).toBe('invalid_response');
+  });
+
+  it("an ID token signed by the provider's key but naming another issuer or audience than the connection", async () => {
+    // Below openid-client, which compares iss and aud too: the service's own check, against the provider's real key set.
+    const clients = new ProviderClients({ allowed: parseAllowedCidrs('127.0.0.0/8') });
+    const connection = { issuer: `http://127.0.0.1:${port}`, clientId: CLIENT.client_id, clientSecret: CLIENT.client_secret };
+    const jwksUri = (await clients.configuration(connection)).serverMetadata().jwks_uri!;
+    const key = keys[0]!;
+    const mint = async (claims: { iss: string; aud: string }) =>
+      new SignJWT({ sub: 'alice', ...claims })
+        .setProtectedHeader({ alg: 'RS256', kid: String(key.kid) })
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .sign(await importJWK(key as JWK, 'RS256'));
+    const verify = async (claims: { iss: string; aud: string }) => clients.verifyIdToken(connection, await mint(claims), jwksUri);
+    expect(await verify({ iss: connection.issuer, aud: CLIENT.client_id })).toMatchObject({ sub: 'alice' });
+    await expect(verify({ iss: `http://127.0.0.1:${port}/`, aud: CLIENT.client_id })).rejects.toThrow(/"iss" claim/);
+    await expect(verify({ iss: 'https://idp.example.com', aud: CLIENT.client_id })).rejects.toThrow(/"iss" claim/);
+    await expect(verify({ iss: connection.issuer, aud: OTHER_CLIENT.client_id })).rejects.toThrow(/"aud" claim/);
   });
 
   it("an ID token the provider's published keys do not verify (its signature is checked, not only TLS)", async () => {

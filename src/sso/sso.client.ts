@@ -117,8 +117,20 @@ export class ProviderClients {
     if (!tokens.id_token) throw new InvalidProviderResponse('no ID token');
     const jwksUri = config.serverMetadata().jwks_uri;
     if (!jwksUri) throw new InvalidProviderResponse('the provider publishes no jwks_uri');
+    return this.verifyIdToken(c, tokens.id_token, jwksUri);
+  }
+
+  /**
+   * The ID token's signature through the issuer's key set, its iss and aud
+   * compared exactly with the connection's issuer and client id, exp, nbf
+   * and iat within the skew; answers its claims. openid-client compares iss
+   * with the discovery document's issuer, which it matched to the
+   * connection's only as URLs (a trailing slash apart): here it is the
+   * connection's own text.
+   */
+  async verifyIdToken(c: ProviderConnection, idToken: string, jwksUri: string): Promise<Record<string, unknown>> {
     try {
-      const { payload } = await jwtVerify(tokens.id_token, this.keySet(c.issuer, jwksUri), {
+      const { payload } = await jwtVerify(idToken, this.keySet(c.issuer, jwksUri), {
         issuer: c.issuer,
         audience: c.clientId,
         clockTolerance: CLOCK_SKEW_S,
@@ -127,7 +139,7 @@ export class ProviderClients {
       if (typeof payload.iat !== 'number' || payload.iat > Date.now() / 1000 + CLOCK_SKEW_S) throw new Error('"iat" is in the future');
       return payload as Record<string, unknown>;
     } catch (err) {
-      throw new InvalidProviderResponse(`the ID token's signature or times were refused: ${describe(err)}`, { cause: err });
+      throw new InvalidProviderResponse(`the ID token's signature, issuer, audience or times were refused: ${describe(err)}`, { cause: err });
     }
   }
 
