@@ -26,7 +26,11 @@ CREATE TABLE quota_usage (
 );
 
 -- The usage ledger: one row per consumption, its refunds added up in
--- `refunded` (never more than `amount`).
+-- `refunded` (never more than `amount`). It belongs to the usage row it
+-- counted in, which the consume has just locked itself. Not to sys_tenant:
+-- that key's check share-locks the tenant's row on every consume, and every
+-- concurrent consume of a tenant sharing that lock makes PostgreSQL build a
+-- multixact on the tenant row (docs/benchmark.md#quota-consumes).
 CREATE TABLE quota_consumption (
   tenant_id       text        NOT NULL,
   consumption_id  bigint      GENERATED ALWAYS AS IDENTITY (START WITH 1),
@@ -38,7 +42,7 @@ CREATE TABLE quota_consumption (
   create_by       text        NOT NULL,
   create_time     timestamptz NOT NULL DEFAULT now(),
   CONSTRAINT quota_consumption_pkey PRIMARY KEY (tenant_id, consumption_id),
-  CONSTRAINT quota_consumption_tenant_fkey FOREIGN KEY (tenant_id) REFERENCES sys_tenant (tenant_id),
+  CONSTRAINT quota_consumption_usage_fkey FOREIGN KEY (tenant_id, counter, period_start) REFERENCES quota_usage (tenant_id, counter, period_start),
   CONSTRAINT quota_consumption_refund_check CHECK (refunded >= 0 AND refunded <= amount)
 );
 CREATE INDEX quota_consumption_counter_idx ON quota_consumption (tenant_id, counter, consumption_id);
