@@ -1,19 +1,22 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { importJWK, SignJWT, type JWK } from 'jose';
+import { Webhook } from 'standardwebhooks';
 import { buildTestApp, Client, type TestApp } from './support/app.js';
 import { provisionTenant, readTenant, writable, type Provisioned } from './support/tenant-fixtures.js';
 import { ScimClient, URN } from './support/scim.js';
 import { freePort, publicPart, signingKey, startProvider, type Jwk, type RunningProvider } from './support/oidc/provider.js';
 import { authorize, callback, callbackOf, handback, pastProvider, pkce, PUBLIC_URL, redeem, RETURN_TO, signedIn, signIn } from './support/sso.js';
 import { testOutbound } from './support/outbound.js';
+import { WebhookReceiver } from './support/webhook-receiver.js';
 import { ProviderClients } from '../src/sso/sso.client.js';
 import { parseAllowedCidrs } from '../src/outbound/outbound.address.js';
 
 // Single sign-on through HTTP (docs/sso.md) against a real OpenID Provider
 // (oidc-provider) on loopback: connections and their scope, the discovery
 // read, the flow (authorize, the provider, callback, token), who signs in,
-// every refusal, SSO required, and a key rotation at the provider.
+// every refusal, SSO required, a key rotation at the provider, and an SSO
+// record delivered to a webhook.
 
 const API = '/system/sso-api';
 const CLIENT = { client_id: 'dept-service', client_secret: 'a-long-client-secret-for-the-test-provider' };
@@ -523,5 +526,33 @@ describe('the provider rotates its keys', () => {
     await restartProvider([signingKey()]);
     await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the refetch's cooldown
     expect((await signIn(t, ids.byExternalId, { account: 'alice' })).token!.status).toBe(200);
+  });
+});
+
+describe('webhooks', () => {
+  it('an sso.* record reaches a webhook endpoint of the tenant, signed, as the trail holds it, without the client secret', async () => {
+    const receiver = await WebhookReceiver.start();
+    const hook = await a.admin.post('/system/webhook-api', { url: receiver.url('/sso'), events: ['sso.*'] });
+    expect(hook.status, JSON.stringify(hook.body)).toBe(200);
+    try {
+      const made = await connect('Announced');
+      const delivered = () => receiver.received.find((r) => r.path === '/sso' && JSON.parse(r.raw.toString('utf8')).data.entityId === made.id);
+      await expect.poll(delivered, { timeout: 15_000 }).toBeDefined();
+      const r = delivered()!;
+      const headers = {
+        'webhook-id': String(r.headers['webhook-id']),
+        'webhook-timestamp': String(r.headers['webhook-timestamp']),
+        'webhook-signature': String(r.headers['webhook-signature']),
+      };
+      const body = new Webhook(hook.body.data.secret).verify(r.raw, headers) as any;
+      const [record] = (await t.root.get(`/system/audit-api/list?action=sso.create&entityId=${made.id}`)).body.data.rows;
+      expect(body.type).toBe('sso.create');
+      expect(body.data).toEqual(record);
+      expect(r.raw.toString('utf8')).not.toContain(CLIENT.client_secret);
+      expect(receiver.events('/sso').every((e) => e.type.startsWith('sso.'))).toBe(true);
+    } finally {
+      expect((await a.admin.delete(`/system/webhook-api/${hook.body.data.id}`)).status).toBe(200);
+      await receiver.close();
+    }
   });
 });
