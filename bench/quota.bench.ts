@@ -7,6 +7,7 @@
 // far above what a run consumes); nothing here asserts a time.
 //
 // BENCH_PACKAGE_TENANTS (10,000; BENCH_SHORT 500): the tenants on the package.
+// BENCH_ONLY=one, spread or package: that part alone.
 
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -76,9 +77,11 @@ export async function quota(): Promise<void> {
         headers: () => ({ 'idempotency-key': `bench-${port}-${++sent}` }),
         body: () => ({ counter: 'riskReport', amount: 1 }),
       });
-    await interleaved('consume, one counter', { service, baseline }, peaks, run(false));
-    await interleaved(`consume, ${QUOTA_TENANTS} tenants`, { service, baseline }, peaks, run(true));
+    const only = process.env.BENCH_ONLY;
+    if (!only || only === 'one') await interleaved('consume, one counter', { service, baseline }, peaks, run(false));
+    if (!only || only === 'spread') await interleaved(`consume, ${QUOTA_TENANTS} tenants`, { service, baseline }, peaks, run(true));
     console.log(`${sent} consumes sent`);
+    if (only && only !== 'package') return;
 
     // A package's menu change reaching every tenant on it, in one transaction (docs/api-rules.md#packages).
     const times: number[] = [];

@@ -67,14 +67,69 @@ const visibleTenant = (db: Db, caller: Caller, tenantId: string, extra: Fragment
     FROM sys_tenant t ${BLOCKING_TENANT(db, today())}
     WHERE t.tenant_id = ${tenantId} AND t.del_flag = '0' AND ${tenantsReadableBy(db, caller, 't')})`;
 
-/** SQL: the threshold bits `used` has reached of `limit` (none when unlimited or 0). */
-// In bigint: a limit may be as large as an integer holds, and four times it is not.
-const reached = (db: Db, used: Fragment, limit: Fragment) => db`
-  (CASE WHEN ${limit} > 0 AND ${used}::int8 * 5 >= ${limit}::int8 * 4 THEN 1 ELSE 0 END | CASE WHEN ${limit} > 0 AND ${used} >= ${limit} THEN 2 ELSE 0 END)`;
+/**
+ * The threshold bits `used` has reached of `limit` (none when unlimited or
+ * 0), as SQL text over two expressions of this file's own, never input. In
+ * bigint: a limit may be as large as an integer holds, and four times it is not.
+ */
+const reached = (used: string, limit: string) =>
+  `(CASE WHEN ${limit} > 0 AND ${used}::int8 * 5 >= ${limit}::int8 * 4 THEN 1 ELSE 0 END | CASE WHEN ${limit} > 0 AND ${used} >= ${limit} THEN 2 ELSE 0 END)`;
 
-/** The threshold table (bit, percent) as a VALUES list: numbers of the code's, written into the text once. */
-const thresholdValues = (db: Db) =>
-  builtOnce(db, THRESHOLDS, 'values', () => `(VALUES ${THRESHOLDS.map((th) => `(${th.bit}, ${th.percent})`).join(', ')})`);
+// The parts of the consume's statement that hold no value of the request:
+// written once as text (builtOnce) instead of as fragments and parameters
+// built again for every consume, which was most of what a consume cost the
+// service beyond its one round trip (docs/benchmark.md#quota-consumes).
+const CONSUME = {};
+
+/**
+ * What the count inserts after the tenant's code (a parameter of its own, so
+ * the statement names its tenant): the new row's threshold bits; and the guard of the conflict's update: the
+ * limit as the statement read it (`t.lim`, carried in by the proposed row
+ * as EXCLUDED.last_limit), checked on the row PostgreSQL has locked, newest
+ * version, so it sees every committed consume. `crossed_now` holds the bits
+ * reached by this count and not by the row's count before it (a lowered
+ * limit crosses nothing), nor announced already.
+ */
+const counting = (db: Db) =>
+  builtOnce(db, CONSUME, 'counting', () => {
+    const [next, limit] = ['(u.used + EXCLUDED.used)', 'EXCLUDED.last_limit'];
+    return `
+        t.counter, t.period_start, t.amount, t.lim, ${reached('t.amount', 't.lim')}, ${reached('t.amount', 't.lim')}
+        FROM t JOIN key_lock l ON l.held LEFT JOIN prior p ON true
+        WHERE t.open AND p.request_hash IS NULL AND (t.lim = ${UNLIMITED} OR t.amount <= t.lim)
+        ON CONFLICT (tenant_id, counter, period_start) DO UPDATE SET
+          used = ${next},
+          last_limit = ${limit},
+          crossed = u.crossed | ${reached(next, limit)},
+          crossed_now = ${reached(next, limit)} & ~${reached('u.used', limit)} & ~u.crossed
+        WHERE ${limit} = ${UNLIMITED} OR ${next} <= ${limit}
+        RETURNING u.counter, u.period_start, u.used, u.crossed_now, u.last_limit AS lim`;
+  });
+
+/** The consume's answer from its counted row and ledger row. */
+const consumeAnswer = (db: Db) =>
+  builtOnce(
+    db,
+    CONSUME,
+    'answer',
+    () => `
+        SELECT jsonb_build_object(
+          'consumptionId', l.consumption_id::text, 'counter', c.counter, 'amount', l.amount, 'limit', c.lim, 'used', c.used,
+          'remaining', CASE WHEN c.lim = ${UNLIMITED} THEN NULL ELSE greatest(c.lim - c.used, 0) END) AS response
+        FROM counted c, ledger l`,
+  );
+
+/** One quota.threshold record per threshold the count crossed now: (entity_id, changes). */
+const crossedRecords = (db: Db) =>
+  builtOnce(
+    db,
+    CONSUME,
+    'thresholds',
+    () => `
+          SELECT c.counter, jsonb_build_object('counter', c.counter, 'percent', th.percent, 'limit', c.lim, 'used', c.used)
+          FROM counted c, (VALUES ${THRESHOLDS.map((th) => `(${th.bit}, ${th.percent})`).join(', ')}) th(bit, percent)
+          WHERE c.crossed_now & th.bit <> 0`,
+  );
 
 /** What a keyed statement's final row says. */
 type Outcome = KeyOutcome & { tenantId: string | null; response: unknown };
@@ -109,48 +164,23 @@ export async function consume(
 ): Promise<Answer<Consumed>> {
   const { tenantId } = keyed;
   const { counter, amount, reference } = input;
-  // The limit as the statement read it, carried into the conflict's update by the proposed row.
-  const limit = db`EXCLUDED.last_limit`;
-  const next = db`(u.used + EXCLUDED.used)`;
   const actor = { ...caller, tenantId, userTenantId: caller.tenantId };
+  // The request's values enter once each, as columns of `t`; the rest of the text is written once (above).
+  const values = db`${counter}::text AS counter, ${amount}::int AS amount, ${periodStartOf(db)} AS period_start, ${limitOf(db, db`${counter}::text`)} AS lim`;
   const [row] = await onceMore(
     () => db<(Outcome & TenantState)[]>`
-      WITH ${visibleTenant(db, caller, tenantId, db`${periodStartOf(db)} AS period_start, ${limitOf(db, db`${counter}::text`)} AS lim`)},
+      WITH ${visibleTenant(db, caller, tenantId, values)},
       ${keyCtes(db, keyed)},
       counted AS (
         INSERT INTO quota_usage AS u (tenant_id, counter, period_start, used, last_limit, crossed, crossed_now)
-        SELECT ${tenantId}, ${counter}, t.period_start, ${amount}, t.lim, ${reached(db, db`${amount}`, db`t.lim`)}, ${reached(db, db`${amount}`, db`t.lim`)}
-        FROM t JOIN key_lock l ON l.held LEFT JOIN prior p ON true
-        WHERE t.open AND p.request_hash IS NULL AND (t.lim = ${UNLIMITED} OR ${amount} <= t.lim)
-        ON CONFLICT (tenant_id, counter, period_start) DO UPDATE SET
-          used = ${next},
-          last_limit = ${limit},
-          crossed = u.crossed | ${reached(db, next, limit)},
-          -- Crossed now: reached by this count, not by the row's count before it (a lowered limit crosses nothing), nor announced already.
-          crossed_now = ${reached(db, next, limit)} & ~${reached(db, db`u.used`, limit)} & ~u.crossed
-        -- The guard: the conflicting row is locked and read in its newest version, so this sees every committed consume.
-        WHERE ${limit} = ${UNLIMITED} OR ${next} <= ${limit}
-        RETURNING u.period_start, u.used, u.crossed_now, u.last_limit AS lim),
+        SELECT ${tenantId}, ${counting(db)}),
       ledger AS (
         INSERT INTO quota_consumption (tenant_id, counter, period_start, amount, reference, create_by)
-        SELECT ${tenantId}, ${counter}, c.period_start, ${amount}, ${reference}, ${caller.userName} FROM counted c
-        RETURNING consumption_id),
-      answer AS (
-        SELECT jsonb_build_object(
-          'consumptionId', l.consumption_id::text, 'counter', ${counter}::text, 'amount', ${amount}::int, 'limit', c.lim, 'used', c.used,
-          'remaining', CASE WHEN c.lim = ${UNLIMITED} THEN NULL ELSE greatest(c.lim - c.used, 0) END) AS response
-        FROM counted c, ledger l),
+        SELECT ${tenantId}, c.counter, c.period_start, ${amount}, ${reference}, ${caller.userName} FROM counted c
+        RETURNING consumption_id, amount),
+      answer AS (${consumeAnswer(db)}),
       ${keepAnswer(db, keyed)}
-      ${auditRecords(
-        db,
-        actor,
-        'quota.threshold',
-        'quota',
-        db`
-          SELECT ${counter}::text, jsonb_build_object('counter', ${counter}::text, 'percent', th.percent, 'limit', c.lim, 'used', c.used)
-          FROM counted c, ${thresholdValues(db)} th(bit, percent)
-          WHERE c.crossed_now & th.bit <> 0`,
-      )}
+      ${auditRecords(db, actor, 'quota.threshold', 'quota', crossedRecords(db))}
       SELECT t.tenant_id AS "tenantId", ${tenantStateColumns(db)}, l.held, p.request_hash AS "priorHash", p.response AS "priorResponse",
              a.response
       FROM (SELECT) one LEFT JOIN t ON true LEFT JOIN key_lock l ON true LEFT JOIN prior p ON true LEFT JOIN answer a ON true`,
@@ -167,8 +197,13 @@ export async function consume(
 }
 
 /** The TenantState columns of `t`, as visibleTenant named them. */
-const tenantStateColumns = (db: Db) => db`
-  t."blockingTenantId", t."blockingTenantName", t."blockingDelFlag", t."blockingStatus", t."blockingStartTime", t."blockingEndTime"`;
+const tenantStateColumns = (db: Db) =>
+  builtOnce(
+    db,
+    CONSUME,
+    'state',
+    () => 't."blockingTenantId", t."blockingTenantName", t."blockingDelFlag", t."blockingStatus", t."blockingStartTime", t."blockingEndTime"',
+  );
 
 /**
  * Gives back `amount` (default: all it still holds) of a consumption, to the
