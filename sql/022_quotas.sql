@@ -30,7 +30,7 @@ CREATE TABLE quota_usage (
 -- counted in, which the consume has just locked itself. Not to sys_tenant:
 -- that key's check share-locks the tenant's row on every consume, and every
 -- concurrent consume of a tenant sharing that lock makes PostgreSQL build a
--- multixact on the tenant row (docs/benchmark.md#quota-consumes).
+-- multixact on the tenant row (docs/benchmark.md#quota-consumes-read).
 CREATE TABLE quota_consumption (
   tenant_id       text        NOT NULL,
   consumption_id  bigint      GENERATED ALWAYS AS IDENTITY (START WITH 1),

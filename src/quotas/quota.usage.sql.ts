@@ -77,8 +77,8 @@ const reached = (used: string, limit: string) =>
 
 // The parts of the consume's statement that hold no value of the request:
 // written once as text (builtOnce) instead of as fragments and parameters
-// built again for every consume, which was most of what a consume cost the
-// service beyond its one round trip (docs/benchmark.md#quota-consumes).
+// that the driver would build and bind again for every consume
+// (docs/benchmark.md#quota-consumes-read).
 const CONSUME = {};
 
 /**
