@@ -19,7 +19,9 @@ import {
   TenantPath,
   UsageQuery,
 } from './quota.schema.js';
-import { consume, refund, usageOf, type Answer } from './quota.usage.sql.js';
+import { consume, usageOf } from './quota.usage.sql.js';
+import { refund } from './quota.refund.sql.js';
+import type { Answer } from './quota.keyed.js';
 
 const tags = ['quota'];
 

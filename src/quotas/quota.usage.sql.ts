@@ -1,23 +1,22 @@
 import type { Db } from '../db/database.js';
 import { builtOnce } from '../db/fields.js';
-import type { Fragment } from '../db/page.js';
 import { AppError } from '../core/app.error.js';
-import { today } from '../core/time.js';
 import { auditRecords } from '../audit/audit.record.js';
 import type { Caller } from '../identity/caller.js';
 import { tenantsReadableBy } from '../identity/scope.js';
-import { BLOCKING_COLUMNS, BLOCKING_TENANT, tenantProblem, type TenantState } from '../identity/tenant.state.js';
+import { tenantProblem, type TenantState } from '../identity/tenant.state.js';
 import { COUNTERS, limitOf, periodStartOf, UNLIMITED, type Counter } from './quota.counters.js';
-import { keepAnswer, keyCtes, onceMore, storedAnswer, type KeyOutcome, type Keyed } from './quota.idempotency.js';
-import type { Consumed, Refunded } from './quota.schema.js';
+import { keepAnswer, keyCtes, onceMore, type Keyed } from './quota.idempotency.js';
+import { foundAndKeyed, visibleTenant, type Answer, type Outcome } from './quota.keyed.js';
+import type { Consumed } from './quota.schema.js';
 
-// What a tenant's counters have used, and the two statements that change it
-// (docs/quotas.md): a consume, guarded by the limit in the very statement
-// that counts, and a refund. Each is one statement in its own transaction:
-// it finds the tenant, takes the Idempotency-Key, changes the counter, the
-// ledger and the key together and writes the threshold records, so a
-// counter's row is locked only while that one statement runs. Every
-// statement names the tenant.
+// What a tenant's counters have used, and the consume that counts
+// (docs/quotas.md), guarded by the limit in the very statement that counts.
+// It is one statement in its own transaction: it finds the tenant, takes the
+// Idempotency-Key, changes the counter, the ledger and the key together and
+// writes the threshold records, so a counter's row is locked only while that
+// one statement runs. Every statement names the tenant. The refund is in
+// quota.refund.sql.ts, what both share in quota.keyed.ts.
 
 /** Thresholds, as bits of quota_usage.crossed: the consume that crosses one records it, once per counter and period. */
 const THRESHOLDS = [
@@ -54,18 +53,6 @@ export async function usageOf(db: Db, caller: Caller, tenantId: string, periodSt
     })),
   };
 }
-
-/**
- * The statement's `t`: the tenant in the path when the caller may read it,
- * with the state of its chain (tenant.state.ts) and `open` when nothing in
- * it is suspended. No row: not found for this caller. The key is taken for
- * any tenant found, so a suspended tenant's earlier answers still replay.
- */
-const visibleTenant = (db: Db, caller: Caller, tenantId: string, extra: Fragment) => db`
-  t AS (
-    SELECT t.tenant_id, b.tenant_id IS NULL AS open, ${BLOCKING_COLUMNS(db)}, ${extra}
-    FROM sys_tenant t ${BLOCKING_TENANT(db, today())}
-    WHERE t.tenant_id = ${tenantId} AND t.del_flag = '0' AND ${tenantsReadableBy(db, caller, 't')})`;
 
 /**
  * The threshold bits `used` has reached of `limit` (none when unlimited or
@@ -131,17 +118,6 @@ const crossedRecords = (db: Db) =>
           WHERE c.crossed_now & th.bit <> 0`,
   );
 
-/** What a keyed statement's final row says. */
-type Outcome = KeyOutcome & { tenantId: string | null; response: unknown };
-
-/** 404 for a tenant not found, then the key's refusals; the stored answer to replay, or undefined when this request is the key's first. */
-function foundAndKeyed(row: Outcome, tenantId: string, keyed: Keyed): unknown {
-  if (!row.tenantId) throw new AppError(404, `Tenant ${tenantId} not found`);
-  return storedAnswer(row, keyed);
-}
-
-export type Answer<T> = { replayed: boolean; data: T };
-
 /**
  * Rule: never more than the limit, under any concurrency, on any number of
  * nodes. One statement checks and counts: the row of the tenant's counter
@@ -204,55 +180,3 @@ const tenantStateColumns = (db: Db) =>
     'state',
     () => 't."blockingTenantId", t."blockingTenantName", t."blockingDelFlag", t."blockingStatus", t."blockingStartTime", t."blockingEndTime"',
   );
-
-/**
- * Gives back `amount` (default: all it still holds) of a consumption, to the
- * period it was taken from, never more than it took less its earlier
- * refunds, however many refunds race: the consumption's row is locked
- * (`held`, which reads its newest version) before its refunds are added
- * to. Refunds are taken from a suspended tenant too: they only correct a
- * count.
- */
-export async function refund(
-  db: Db,
-  caller: Caller,
-  keyed: Keyed,
-  input: { consumptionId: string; amount: number | null },
-): Promise<Answer<Refunded>> {
-  const { tenantId } = keyed;
-  const { consumptionId, amount } = input;
-  const [row] = await onceMore(
-    () => db<(Outcome & { found: boolean | null; left: number | null })[]>`
-      WITH ${visibleTenant(db, caller, tenantId, db`true AS visible`)},
-      ${keyCtes(db, keyed)},
-      held AS (
-        SELECT c.counter, c.period_start, c.amount - c.refunded AS "left", coalesce(${amount}::int, c.amount - c.refunded) AS give
-        FROM quota_consumption c JOIN key_lock l ON l.held LEFT JOIN prior p ON true
-        WHERE p.request_hash IS NULL AND c.tenant_id = ${tenantId} AND c.consumption_id = ${consumptionId}::int8
-        FOR UPDATE OF c),
-      taken AS (
-        UPDATE quota_consumption c SET refunded = c.refunded + h.give FROM held h
-        WHERE c.tenant_id = ${tenantId} AND c.consumption_id = ${consumptionId}::int8 AND h.give BETWEEN 1 AND h."left"
-        RETURNING c.counter, c.period_start, c.refunded, h.give),
-      restored AS (
-        UPDATE quota_usage u SET used = u.used - k.give FROM taken k
-        WHERE u.tenant_id = ${tenantId} AND u.counter = k.counter AND u.period_start = k.period_start
-        RETURNING u.used),
-      answer AS (
-        SELECT jsonb_build_object('consumptionId', ${consumptionId}::text, 'counter', k.counter, 'amount', k.give, 'refunded', k.refunded, 'used', r.used)
-          AS response
-        FROM taken k, restored r),
-      ${keepAnswer(db, keyed)}
-      SELECT t.tenant_id AS "tenantId", l.held, p.request_hash AS "priorHash", p.response AS "priorResponse",
-             h.counter IS NOT NULL AS found, h."left", a.response
-      FROM (SELECT) one LEFT JOIN t ON true LEFT JOIN key_lock l ON true LEFT JOIN prior p ON true
-        LEFT JOIN held h ON true LEFT JOIN answer a ON true`,
-  );
-  const stored = foundAndKeyed(row!, tenantId, keyed);
-  if (stored !== undefined) return { replayed: true, data: stored as Refunded };
-  if (!row!.found) throw new AppError(404, `Consumption ${consumptionId} not found for tenant ${tenantId}`);
-  if (row!.response === null) {
-    throw new AppError(400, `Consumption ${consumptionId} holds ${row!.left} that can be refunded; ${amount ?? row!.left} asked`);
-  }
-  return { replayed: false, data: row!.response as Refunded };
-}
