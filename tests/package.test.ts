@@ -69,6 +69,20 @@ describe('packages', () => {
     expect((await readPackage(id)).menuIds).toBe('1,2');
   });
 
+  it('checks If-Match on a delete of one package (412 when stale), refuses it beside several ids (400), and answers 404 for a package not found', async () => {
+    const id = await createPackage({ menuIds: '1' });
+    const other = await createPackage();
+    const { etag, ...body } = await readPackage(id);
+    expect((await putPackage({ ...body, remark: 'changed' })).status).toBe(200);
+    expect((await t.root.request('DELETE', `${API}/${id}`, undefined, { 'if-match': etag })).status).toBe(412);
+    expect((await t.root.request('DELETE', `${API}/${id},${other}`, undefined, { 'if-match': etag })).status).toBe(400);
+    expect((await t.root.get(`${API}/${id}`)).status).toBe(200);
+    const current = (await readPackage(id)).etag;
+    expect((await t.root.request('DELETE', `${API}/${id}`, undefined, { 'if-match': current })).status).toBe(200);
+    expect((await putPackage({ ...body, packageId: id })).status).toBe(404);
+    expect((await putPackage({ ...body, packageId: '1234567890123456789' })).status).toBe(404);
+  });
+
   it('is written by the superadmin alone and read by admins (users: 403)', async () => {
     const id = await createPackage();
     expect((await parent.admin.get(`${API}/${id}`)).status).toBe(200);
