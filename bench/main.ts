@@ -8,7 +8,7 @@
 //   webhooks         webhook delivery and what it costs a write (bench/webhooks.bench.ts)
 //   quota            quota consumes beside a bare guarded UPDATE; a package change reaching its tenants (bench/quota.bench.ts)
 //
-// load, big, writes, scale and quota run the built service as a process: it is built first.
+// load, big, writes, scale, quota and webhooks (its part under load) run the built service as a process: it is built first.
 
 const mode = process.argv[2] ?? 'latency';
 
@@ -17,6 +17,8 @@ const run = async (): Promise<void> => {
     case 'latency':
       return (await import('./dept.bench.js')).latency();
     case 'webhooks':
+      // Its part under load runs the built service as a process.
+      if (process.env.BENCH_ONLY !== 'idle') await (await import('./harness/processes.js')).buildService();
       return (await import('./webhooks.bench.js')).webhooks();
     case 'load':
     case 'big':

@@ -11,12 +11,19 @@
 //    with BENCH_WEBHOOK_ENDPOINTS endpoints receiving them, in alternating
 //    rounds; delivery runs off the request, so the difference is the CPU it
 //    takes from the same process.
+// 3. Under load: the built service as a process under a steady mix of reads
+//    and renames, one endpoint and then BENCH_WEBHOOK_ENDPOINTS receiving
+//    every change: deliveries per second beside the write rate, and the lag
+//    (bench/webhooks.load.ts).
+//
+// BENCH_ONLY=idle (1 and 2) or load (3): that part alone.
 
 import { performance } from 'node:perf_hooks';
 import { parseAllowedCidrs } from '../src/outbound/outbound.address.js';
 import { openInProcess } from './harness/inprocess.js';
 import { anyFreePort, start, stopAll, waitReady } from './harness/processes.js';
 import { inTurn, versus } from './harness/stats.js';
+import { underLoad } from './webhooks.load.js';
 
 const SHORT = process.env.BENCH_SHORT === '1';
 const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? (SHORT ? 300 : 5_000));
@@ -34,7 +41,10 @@ export async function webhooks(): Promise<void> {
   const receiver = start('receiver', ['-e', RECEIVER], await anyFreePort(), {});
   try {
     await waitReady(receiver, '/');
-    await measure(`http://127.0.0.1:${receiver.port}/hook`);
+    const target = `http://127.0.0.1:${receiver.port}/hook`;
+    const only = process.env.BENCH_ONLY;
+    if (only !== 'load') await measure(target);
+    if (only !== 'idle') await underLoad(target, [1, ENDPOINTS]);
   } finally {
     await stopAll();
   }

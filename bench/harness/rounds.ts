@@ -57,8 +57,16 @@ interface Write {
   headers?: () => Record<string, string>;
 }
 
-/** CONNECTIONS connections on `path` for `seconds`; every request must succeed. CPU per request is `pid`'s. */
-export async function cannon(port: number, path: string, headers: Record<string, string>, seconds = SECONDS, pid?: number, write?: Write) {
+/** `connections` (CONNECTIONS) on `path` for `seconds`; every request must succeed. CPU per request is `pid`'s. */
+export async function cannon(
+  port: number,
+  path: string,
+  headers: Record<string, string>,
+  seconds = SECONDS,
+  pid?: number,
+  write?: Write,
+  connections = CONNECTIONS,
+) {
   const cpuBefore = await cpuMs(pid);
   const result = await autocannon({
     url: `http://127.0.0.1:${port}${path}`,
@@ -79,7 +87,7 @@ export async function cannon(port: number, path: string, headers: Record<string,
           ],
         }
       : {}),
-    connections: CONNECTIONS,
+    connections,
     duration: seconds,
     // Bounded in requests as well as time.
     maxOverallRequests: 60_000 * seconds,
