@@ -43,11 +43,17 @@ const metricValues = (text: string, name: string) =>
 
 export async function underLoad(target: string, endpointCounts: number[]): Promise<void> {
   const prepared = await prepare(1_000, randomBytes(32).toString('hex'));
-  const direct = process.env.DATABASE_URL ? postgres(prepared.serviceEnv.DATABASE_DIRECT_URL ?? prepared.serviceEnv.DATABASE_URL!, { max: 1 }) : undefined;
+  const direct = process.env.DATABASE_URL
+    ? postgres(prepared.serviceEnv.DATABASE_DIRECT_URL ?? prepared.serviceEnv.DATABASE_URL!, { max: 1 })
+    : undefined;
   let service: Child | undefined;
   try {
     const [port, management] = [await anyFreePort(), await anyFreePort()];
-    service = startService('service', [], port, { ...prepared.serviceEnv, OUTBOUND_ALLOWED_CIDRS: '127.0.0.0/8', MANAGEMENT_PORT: String(management) });
+    service = startService('service', [], port, {
+      ...prepared.serviceEnv,
+      OUTBOUND_ALLOWED_CIDRS: '127.0.0.0/8',
+      MANAGEMENT_PORT: String(management),
+    });
     await waitReady(service, '/readyz');
     const base = `http://127.0.0.1:${port}`;
     const login = await fetch(`${base}/auth/login`, {
@@ -114,13 +120,21 @@ export async function underLoad(target: string, endpointCounts: number[]): Promi
       const runs = await Promise.all([
         cannon(port, `/system/dept-api/${depts[depts.length - 1]!.deptId}`, headers, LOAD_SECONDS, service.proc.pid, undefined, BY_ID),
         cannon(port, '/system/dept-api/tree', headers, LOAD_SECONDS, undefined, undefined, TREE),
-        cannon(port, '/system/dept-api', headers, LOAD_SECONDS, undefined, {
-          method: 'PUT',
-          body: () => {
-            const d = teams[renamed++ % teams.length]!;
-            return { deptId: d.deptId, parentId: d.parentId, deptName: `Renamed ${renamed}` };
+        cannon(
+          port,
+          '/system/dept-api',
+          headers,
+          LOAD_SECONDS,
+          undefined,
+          {
+            method: 'PUT',
+            body: () => {
+              const d = teams[renamed++ % teams.length]!;
+              return { deptId: d.deptId, parentId: d.parentId, deptName: `Renamed ${renamed}` };
+            },
           },
-        }, RENAMES),
+          RENAMES,
+        ),
       ]);
       clearInterval(ticker);
       const end = await tick();

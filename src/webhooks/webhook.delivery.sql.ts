@@ -30,6 +30,8 @@ export interface Attempt {
   error: string | null;
   ms: number;
   response: string;
+  /** When it was answered, if it is logged later than that (a batch); now otherwise. */
+  time?: Date;
 }
 
 /**
@@ -83,21 +85,23 @@ export async function claimDue(sql: Db, node: string, limit: number, leaseSecond
 }
 
 /**
- * After a 2xx: the cursor moves to the delivered record and the lease is
- * extended, in one statement with the attempt's log row. Only while `node`
- * still holds the lease and nobody moved the cursor or disabled the
- * endpoint meanwhile (a replay, a PUT, a delete): undefined tells the worker
- * to stop and let the endpoint be claimed afresh. It answers the URL and
- * secrets as they are now, so a PUT or a rotation reaches the next send, and
- * `goOn` false when the batch in hand is stale (the filter changed, the
- * tenant was disabled or deleted): the run stops and the next claim decides.
+ * After one or more 2xx in a row: the cursor moves to the last record
+ * delivered and the lease is extended, in one statement with the attempts'
+ * log rows. Only while `node` still holds the lease and nobody moved the
+ * cursor or disabled the endpoint meanwhile (a replay, a PUT, a delete):
+ * undefined tells the worker to stop and let the endpoint be claimed afresh
+ * (the attempts are logged all the same, while the endpoint exists). It
+ * answers the URL and secrets as they are now, so a PUT or a rotation
+ * reaches the next send, and `goOn` false when the records in hand are stale
+ * (the filter changed, the tenant was disabled or deleted): the run stops and
+ * the next claim decides.
  */
 export async function advance(
   sql: Db,
   node: string,
   e: ClaimedEndpoint,
   position: string,
-  attempt: Attempt,
+  attempts: Attempt[],
   leaseSeconds: number,
 ): Promise<(Pick<ClaimedEndpoint, 'url' | 'secrets'> & { goOn: boolean }) | undefined> {
   const [row] = await sql<(Pick<ClaimedEndpoint, 'url' | 'secrets'> & { goOn: boolean })[]>`
@@ -108,16 +112,24 @@ export async function advance(
       RETURNING w.url, ${secretsNow(sql)} AS secrets,
         w.events = ${e.events}::text[] AND EXISTS (
           SELECT 1 FROM sys_tenant t WHERE t.tenant_id = w.tenant_id AND t.del_flag = '0' AND t.status = '0') AS "goOn"
-    ), logged AS (${logAttempt(sql, e, attempt)})
+    ), logged AS (${logAttempts(sql, e, attempts)})
     SELECT url, secrets, "goOn" FROM moved`;
   return row;
 }
 
-/** An attempt's log row; none when the endpoint was deleted meanwhile. */
-const logAttempt = (sql: Db, e: Pick<ClaimedEndpoint, 'tenantId' | 'id'>, a: Attempt) => sql`
-  INSERT INTO webhook_delivery (tenant_id, endpoint_id, event_id, attempt, status_code, error, ms, response)
-  SELECT w.tenant_id, w.endpoint_id, ${a.eventId}, ${a.attempt}, ${a.statusCode}, ${a.error}, ${a.ms}, ${a.response}
-  FROM webhook_endpoint w WHERE w.tenant_id = ${e.tenantId} AND w.endpoint_id = ${e.id}`;
+/**
+ * Attempts' log rows, in the order made (one JSON parameter however many);
+ * none when the endpoint was deleted meanwhile.
+ */
+const logAttempts = (sql: Db, e: Pick<ClaimedEndpoint, 'tenantId' | 'id'>, attempts: Attempt[]) => sql`
+  INSERT INTO webhook_delivery (tenant_id, endpoint_id, event_id, attempt, status_code, error, ms, response, time)
+  SELECT ${e.tenantId}, w.endpoint_id, a."eventId", a.attempt, a."statusCode", a.error, a.ms, a.response, coalesce(a.time, now())
+  FROM webhook_endpoint w,
+    ROWS FROM (jsonb_to_recordset(${JSON.stringify(attempts)}::text::jsonb)
+      AS ("eventId" text, attempt int, "statusCode" int, error text, ms int, response text, time timestamptz))
+    WITH ORDINALITY AS a("eventId", attempt, "statusCode", error, ms, response, time, n)
+  WHERE w.tenant_id = ${e.tenantId} AND w.endpoint_id = ${e.id}
+  ORDER BY a.n`;
 
 /** What a test delivery needs: where to, and the secrets that sign. */
 export async function signingTarget(sql: Db, tenantId: string, id: number): Promise<{ url: string; secrets: string[] } | undefined> {
@@ -129,7 +141,7 @@ export async function signingTarget(sql: Db, tenantId: string, id: number): Prom
 
 /** A test delivery's attempt, logged beside the real ones. */
 export async function recordTestAttempt(sql: Db, tenantId: string, id: number, attempt: Attempt): Promise<void> {
-  await logAttempt(sql, { tenantId, id }, attempt);
+  await logAttempts(sql, { tenantId, id }, [attempt]);
 }
 
 /** After a failure with retries left: the head waits until `retryAt`; the lease is given up so any node may retry. */
@@ -139,7 +151,7 @@ export async function scheduleRetry(sql: Db, node: string, e: ClaimedEndpoint, a
       UPDATE webhook_endpoint SET failures = ${attempt.attempt}, last_error = ${attempt.error},
         retry_at = now() + make_interval(secs => ${retryInMs / 1000}), lease_owner = NULL, lease_until = NULL
       WHERE tenant_id = ${e.tenantId} AND endpoint_id = ${e.id} AND lease_owner = ${node} AND cursor = ${e.cursor}::bigint
-    ), logged AS (${logAttempt(sql, e, attempt)})
+    ), logged AS (${logAttempts(sql, e, [attempt])})
     SELECT 1`;
 }
 
@@ -166,7 +178,7 @@ export async function disableEndpoint(
     WHERE c.tenant_id = ${e.tenantId} AND c.endpoint_id = ${e.id} AND c.status = '0'
       AND c.cursor = ${e.cursor}::bigint ${by === 'maintenance' ? tx`` : tx`AND c.lease_owner = ${by.node}`}
     RETURNING c.url`;
-  if (attempt) await logAttempt(tx, e, attempt);
+  if (attempt) await logAttempts(tx, e, [attempt]);
   if (!row) return;
   const actor = { tenantId: e.tenantId, userName: SERVICE_ACTOR, userTenantId: e.tenantId };
   await recordAudit(tx, actor, [

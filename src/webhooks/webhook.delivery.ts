@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { Sql } from '../db/database.js';
 import { transaction } from '../db/retry.js';
@@ -6,9 +7,9 @@ import { formatDateTimeMs } from '../core/time.js';
 import { toAuditRecord } from '../audit/audit.fields.js';
 import { coalesced } from '../core/coalesced.js';
 import { retryDelayMs, type DeliveryOptions } from './webhook.options.js';
-import { send, type SendResult } from './webhook.send.js';
+import { eventBody, pick, send, type SendResult } from './webhook.send.js';
+import { Acks } from './webhook.acks.js';
 import {
-  advance,
   claimDue,
   disableEndpoint,
   pendingRecords,
@@ -24,10 +25,11 @@ import { catchUpIdle, expiredCursors, oldestRetained, purgeDeliveries } from './
 // The delivery worker of one node (docs/webhooks.md#delivery).
 //
 // Order and "never lost" come from the endpoint's cursor: a record is sent,
-// and only its 2xx moves the cursor past it, in one statement with the
-// attempt's log row. A crash between the two resends it (at least once,
-// same webhook-id); nothing after a failed record is sent before it (the
-// next waits: head-of-line blocking is the price of order).
+// and only its 2xx lets the next one go and (written in batches behind the
+// sends, with the attempts' log rows: webhook.acks.ts) moves the cursor past
+// it. A crash before the write resends it (at least once, same webhook-id);
+// nothing after a failed record is sent before it (the next waits:
+// head-of-line blocking is the price of order).
 //
 // One delivery in flight per endpoint across nodes comes from the lease a
 // node takes in the claim statement (webhook.delivery.sql.ts claimDue). A lease
@@ -47,16 +49,8 @@ const SHUTDOWN_GRACE_MS = 3000;
 /** Records read from the log per round trip for one endpoint. */
 const BATCH = 100;
 
-export interface DeliveryCounts {
-  /** Attempts by outcome, since start (this node). */
-  delivered: number;
-  failed: number;
-}
-
-/** The body of one event: exactly these bytes are signed and sent. */
-function eventBody(type: string, time: Date, data: unknown): Buffer {
-  return Buffer.from(JSON.stringify({ type, timestamp: time.toISOString(), data }));
-}
+/** Attempts by outcome, since start (this node). */
+export type DeliveryCounts = { delivered: number; failed: number };
 
 export class WebhookWorker {
   /** This process's name in leases: unique per start, so a restarted node never mistakes an old lease for its own. */
@@ -97,6 +91,8 @@ export class WebhookWorker {
     private readonly sequence: () => Promise<void> = async () => {},
   ) {
     this.leaseSeconds = Math.ceil(options.timeoutMs / 1000) + LEASE_MARGIN_S;
+    // Every send in flight listens for shutdown on it: up to one per endpoint delivered at once.
+    setMaxListeners(options.concurrency + 1, this.stopping.signal);
   }
 
   start(): void {
@@ -138,35 +134,46 @@ export class WebhookWorker {
     return performance.now() - leasedAt + this.options.timeoutMs < (this.leaseSeconds - 1) * 1000;
   }
 
-  /** Sends an endpoint's pending records in order until none is left, one fails, or the lease is lost. */
+  /**
+   * Sends an endpoint's pending records in order until none is left, one
+   * fails, or the lease is lost. The next record goes out when the one before
+   * it got its 2xx; the acknowledgements are written behind the sends, in
+   * batches (webhook.acks.ts), and before anything else is decided.
+   */
   private async deliverAll(e: ClaimedEndpoint, leasedAt: number): Promise<void> {
+    const acks = new Acks(this.sql, this.node, e, this.leaseSeconds, (at) => (leasedAt = at));
+    // Read ahead of the written cursor: the records after the last one sent.
+    let sent = e.cursor;
+    const stop = async () => {
+      await acks.flush();
+      return release(this.sql, this.node, e);
+    };
     for (;;) {
-      const records = await pendingRecords(this.sql, e, BATCH);
-      if (records.length === 0) return release(this.sql, this.node, e);
+      const records = await pendingRecords(this.sql, { ...e, cursor: sent }, BATCH);
+      if (records.length === 0) return stop();
       // Retention purged records right after the cursor while this run went on: never send past the gap
       // (maintenance disables the endpoint, "cursor expired").
       const oldest = await oldestRetained(this.sql);
-      if (oldest !== null && BigInt(e.cursor) + 1n < BigInt(oldest)) return release(this.sql, this.node, e);
+      if (oldest !== null && BigInt(sent) + 1n < BigInt(oldest)) return stop();
       for (const row of records) {
-        if (this.closed || !this.leaseCovers(leasedAt)) return release(this.sql, this.node, e);
+        if (this.closed || !acks.goOn || !this.leaseCovers(leasedAt)) return stop();
         const record = toAuditRecord(row);
         const eventId = `audit_${record.id}`;
         const body = eventBody(record.action, row.time as Date, record);
         const result = await send(this.options, e.url, eventId, e.secrets, body, this.stopping.signal);
         // Cut off by shutdown: not the receiver's failure; the lease goes back and the record is sent again.
-        if (this.stopping.signal.aborted) return release(this.sql, this.node, e);
+        if (this.stopping.signal.aborted) return stop();
         const attempt: Attempt = { eventId, attempt: e.failures + 1, ...pick(result) };
         if (result.error === null) {
           this.counts.delivered++;
-          const renewedAt = performance.now();
-          const now = await advance(this.sql, this.node, e, record.id, attempt, this.leaseSeconds);
-          // Replayed, disabled or deleted meanwhile: give the lease back so the endpoint is claimed afresh at once.
-          if (!now?.goOn) return release(this.sql, this.node, e);
-          leasedAt = renewedAt;
-          Object.assign(e, { url: now.url, secrets: now.secrets, cursor: record.id, failures: 0 });
+          acks.delivered(record.id, attempt);
+          e.failures = 0;
+          sent = record.id;
           continue;
         }
         this.counts.failed++;
+        // The cursor first: the failed record is the one right after it. A run that no longer holds the endpoint leaves the failure to the next claim.
+        if (!(await acks.flush())) return release(this.sql, this.node, e);
         await this.failed(e, attempt, result);
         return;
       }
@@ -241,5 +248,3 @@ export class WebhookWorker {
     await Promise.allSettled([...this.active]);
   }
 }
-
-const pick = ({ statusCode, error, ms, response }: SendResult) => ({ statusCode, error, ms, response });

@@ -26,6 +26,14 @@ export interface SendResult {
   retryAfterSeconds?: number;
 }
 
+/** The body of one event: exactly these bytes are signed and sent. */
+export function eventBody(type: string, time: Date, data: unknown): Buffer {
+  return Buffer.from(JSON.stringify({ type, timestamp: time.toISOString(), data }));
+}
+
+/** What the attempt log keeps of a result. */
+export const pick = ({ statusCode, error, ms, response }: SendResult) => ({ statusCode, error, ms, response });
+
 /** Retry-After as seconds: a number of seconds or an HTTP date. */
 function retryAfter(header: string | undefined): number | undefined {
   if (!header) return undefined;
