@@ -13,6 +13,7 @@
 // it prints the backlog as seconds of writes, then how long it takes to drain.
 //
 // BENCH_WEBHOOK_LOAD_SECONDS (60; BENCH_SHORT 6): how long each mix runs.
+// BENCH_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof", profiles the service.
 
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -49,7 +50,7 @@ export async function underLoad(target: string, endpointCounts: number[]): Promi
   let service: Child | undefined;
   try {
     const [port, management] = [await anyFreePort(), await anyFreePort()];
-    service = startService('service', [], port, {
+    service = startService('service', (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean), port, {
       ...prepared.serviceEnv,
       OUTBOUND_ALLOWED_CIDRS: '127.0.0.0/8',
       MANAGEMENT_PORT: String(management),

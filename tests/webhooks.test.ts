@@ -330,8 +330,11 @@ describe('delivery', () => {
       await dept(t.root, 'Binary answer 2');
       await expect.poll(() => named(h.path, 'Binary answer 2').length, { timeout: 10_000 }).toBe(1);
       expect(named(h.path, 'Binary answer 1')).toHaveLength(1);
-      const log = (await t.root.get(`${API}/${h.id}/deliveries`)).body.data.rows;
-      expect(log[0]).toMatchObject({ statusCode: 200, response: 'bin\uFFFDary' });
+      // The attempt is logged behind the delivery (with the cursor's move), a moment after the receiver answered.
+      const newest = async () => (await t.root.get(`${API}/${h.id}/deliveries`)).body.data.rows[0];
+      await expect
+        .poll(newest, { timeout: 5_000 })
+        .toMatchObject({ statusCode: 200, response: 'bin\uFFFDary', eventId: `audit_${named(h.path, 'Binary answer 2')[0]!.data.id}` });
       const tested = await t.root.post(`${API}/${h.id}/test`);
       expect(tested.body.data).toMatchObject({ status: 200, body: 'bin\uFFFDary' });
     } finally {
@@ -457,7 +460,7 @@ describe('test, replay, rotation, log', () => {
     expect(() => new Webhook(h.secret).verify(r.raw, newOnly)).toThrow();
   });
 
-  it("the metrics show each endpoint's backlog and failures", async () => {
+  it("the metrics show each endpoint's backlog, lag and failures", async () => {
     const h = await hook(t.root);
     const previous = receiver.answer;
     // The first attempt fails at once; the retries are held past the timeout, so the endpoint stays failing (not yet disabled) for seconds.
@@ -471,6 +474,13 @@ describe('test, replay, rotation, log', () => {
         .toMatch(new RegExp(`^webhook_endpoint_failures\\{tenant_id="000000",endpoint="${h.id}"\\} [1-9]`, 'm'));
       const text = await scraped();
       expect(text).toMatch(new RegExp(`^webhook_endpoint_backlog\\{tenant_id="000000",endpoint="${h.id}"\\} [1-9]`, 'm'));
+      // The lag is the age of the oldest record waiting: it grows with the clock while the endpoint stays blocked.
+      const lag = (scrape: string) =>
+        Number(new RegExp(`^webhook_endpoint_lag_seconds\\{tenant_id="000000",endpoint="${h.id}"\\} (\\S+)$`, 'm').exec(scrape)?.[1]);
+      const first = lag(text);
+      expect(first).toBeGreaterThan(0);
+      await new Promise((r) => setTimeout(r, 1100));
+      expect(lag(await scraped())).toBeGreaterThanOrEqual(first + 1);
       expect(text).toMatch(/^webhook_attempts_failed_total [1-9]/m);
       expect(text).toMatch(/^webhook_attempts_delivered_total [1-9]/m);
     } finally {

@@ -3,28 +3,30 @@ import type { Sql } from '../db/database.js';
 import { advance, type Attempt, type ClaimedEndpoint } from './webhook.delivery.sql.js';
 
 // The acknowledgements of one run of an endpoint (webhook.delivery.ts):
-// each 2xx is kept here and written in batches, so the send loop does not
-// wait for a statement (and a commit) after every delivery
-// (docs/benchmark.md#webhooks-under-load). One write is in flight at a time,
-// in order, while the loop goes on sending; each moves the cursor to the
-// last record it acknowledges, logs the attempts and renews the lease.
+// each 2xx is written behind the sends instead of before the next one, so
+// the send loop does not wait for a statement (and its commit) after every
+// delivery (docs/benchmark.md#webhooks-under-load). A 2xx is written at once
+// when no write is in flight; those that come while one is in flight are
+// written together when it ends, so a batch is what arrived during one
+// write. Each write moves the cursor to the last record it acknowledges, logs
+// the attempts and renews the lease; one is in flight at a time, in order.
 //
-// What a crash costs: the records delivered since the last write are sent
-// again after the lease expires (at least once, with the same webhook-id),
-// as an attempt in flight always was. What a replay, a PUT or a delete
-// costs: the loop learns of it at the next write, so up to one batch more
-// is sent from the old position before it stops.
+// What a crash costs: the records whose write had not committed are sent
+// again after the lease expires (at least once, with the same webhook-id):
+// the one in flight, as always, and the few acknowledged during the last
+// write, never more than MAX_UNWRITTEN. A replay, a PUT or a delete is seen
+// at the next write, so the loop stops after at most as many more.
 
-/** A write after this many acknowledgements, or FLUSH_MS after the oldest unwritten one, whichever comes first. */
-const FLUSH_RECORDS = 64;
-const FLUSH_MS = 100;
+/** Acknowledgements not yet written, at most: the next send waits for the write in flight beyond this. */
+const MAX_UNWRITTEN = 64;
 
 export class Acks {
   private unwritten: Attempt[] = [];
   /** The position of the last record in `unwritten`. */
   private last = '';
-  private oldestAt = 0;
-  private writing: Promise<void> = Promise.resolve();
+  /** The write in flight, if any; its failure is kept for flush() to throw. */
+  private writing: Promise<void> | undefined;
+  private failure: unknown;
   /** False once a write found the endpoint changed under the run: stop sending. */
   goOn = true;
 
@@ -38,38 +40,47 @@ export class Acks {
     private readonly renewed: (at: number) => void,
   ) {}
 
-  /** A 2xx for the record at `position`; written now if the batch is full or old enough. */
+  /** A 2xx for the record at `position`: written now, or after the write in flight. */
   delivered(position: string, attempt: Attempt): void {
-    if (this.unwritten.length === 0) this.oldestAt = performance.now();
     this.unwritten.push({ ...attempt, time: new Date() });
     this.last = position;
-    if (this.unwritten.length >= FLUSH_RECORDS || performance.now() - this.oldestAt >= FLUSH_MS) this.write();
+    if (!this.writing) this.writing = this.writeAll();
   }
 
-  /** Everything acknowledged so far, written; resolves with goOn. Throws what the statement threw. */
+  /** Resolves when another record may be sent: fewer than MAX_UNWRITTEN acknowledgements wait. */
+  async room(): Promise<void> {
+    while (this.unwritten.length >= MAX_UNWRITTEN && this.writing) await this.writing;
+  }
+
+  /** Everything acknowledged so far, written; resolves with goOn. Throws what a write threw. */
   async flush(): Promise<boolean> {
-    this.write();
-    await this.writing;
+    if (!this.writing && this.unwritten.length > 0 && this.failure === undefined) this.writing = this.writeAll();
+    while (this.writing) await this.writing;
+    if (this.failure !== undefined) throw this.failure;
     return this.goOn;
   }
 
-  /** Starts a write of what is unwritten, after the one in flight. */
-  private write(): void {
-    if (this.unwritten.length === 0) return;
-    const [attempts, position] = [this.unwritten, this.last];
-    this.unwritten = [];
-    // A failed write fails every later one too (the cursor it expected never came): flush() reports it.
-    this.writing = this.writing.then(async () => {
-      const startedAt = performance.now();
-      const now = await advance(this.sql, this.node, this.endpoint, position, attempts, this.leaseSeconds);
-      if (!now?.goOn) {
-        this.goOn = false;
-        return;
+  /** Writes what is unwritten, batch after batch, until nothing is; a failure stops it (the cursor it expected never came). */
+  private async writeAll(): Promise<void> {
+    try {
+      while (this.unwritten.length > 0 && this.failure === undefined) {
+        const [attempts, position] = [this.unwritten, this.last];
+        this.unwritten = [];
+        const startedAt = performance.now();
+        const now = await advance(this.sql, this.node, this.endpoint, position, attempts, this.leaseSeconds);
+        if (!now?.goOn) {
+          // Later batches are still logged (the endpoint may exist), but move nothing.
+          this.goOn = false;
+          continue;
+        }
+        this.renewed(startedAt);
+        Object.assign(this.endpoint, { url: now.url, secrets: now.secrets, cursor: position });
       }
-      this.renewed(startedAt);
-      Object.assign(this.endpoint, { url: now.url, secrets: now.secrets, cursor: position });
-    });
-    // Observed here so an unawaited failure is not unhandled; flush() awaits the same promise and throws.
-    this.writing.catch(() => {});
+    } catch (err) {
+      this.failure = err;
+      this.goOn = false;
+    } finally {
+      this.writing = undefined;
+    }
   }
 }

@@ -142,8 +142,7 @@ export class WebhookWorker {
    */
   private async deliverAll(e: ClaimedEndpoint, leasedAt: number): Promise<void> {
     const acks = new Acks(this.sql, this.node, e, this.leaseSeconds, (at) => (leasedAt = at));
-    // Read ahead of the written cursor: the records after the last one sent.
-    let sent = e.cursor;
+    let sent = e.cursor; // read ahead of the written cursor: the records after the last one sent
     const stop = async () => {
       await acks.flush();
       return release(this.sql, this.node, e);
@@ -156,6 +155,7 @@ export class WebhookWorker {
       const oldest = await oldestRetained(this.sql);
       if (oldest !== null && BigInt(sent) + 1n < BigInt(oldest)) return stop();
       for (const row of records) {
+        await acks.room();
         if (this.closed || !acks.goOn || !this.leaseCovers(leasedAt)) return stop();
         const record = toAuditRecord(row);
         const eventId = `audit_${record.id}`;

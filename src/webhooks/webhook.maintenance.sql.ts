@@ -66,14 +66,25 @@ export async function purgeDeliveries(sql: Db, batch = 1000): Promise<number> {
   }
 }
 
-/** Per enabled endpoint: records waiting (up to `cap`) and failed attempts at the head; for the metrics. */
-export async function backlogs(sql: Db, cap = 10_000): Promise<{ tenantId: string; id: number; backlog: number; failures: number }[]> {
+/**
+ * Per enabled endpoint, for the metrics: records waiting (up to `cap`),
+ * failed attempts at the head, and the lag: how many seconds ago the oldest
+ * record it has not received was written (0 when none waits), which reads
+ * the same for a slow receiver, a failing one and a delivery loop that falls
+ * behind. Both reads stay below the endpoint's level (receives).
+ */
+export async function backlogs(sql: Db, cap = 10_000): Promise<{ tenantId: string; id: number; backlog: number; failures: number; lag: number }[]> {
   return sql`
     SELECT c.tenant_id AS "tenantId", c.endpoint_id::int AS id, c.failures,
       (SELECT count(*)::int FROM (
         SELECT 1 FROM audit_log a
         WHERE a.position > c.cursor
           AND ${receives(sql)}
-        LIMIT ${cap}) p) AS backlog
+        LIMIT ${cap}) p) AS backlog,
+      coalesce((
+        SELECT extract(epoch FROM now() - a.time)::float8 FROM audit_log a
+        WHERE a.position > c.cursor
+          AND ${receives(sql)}
+        ORDER BY a.position LIMIT 1), 0) AS lag
     FROM webhook_endpoint c WHERE c.status = '0'`;
 }

@@ -44,7 +44,7 @@ export const webhookPlugin = fp(
   { name: 'webhooks', dependencies: ['audit', 'metrics'], decorators: { fastify: ['auditFeed', 'metrics'] } },
 );
 
-/** docs/operations.md#metrics: per endpoint its backlog and failed attempts (read when scraped), and this node's attempts. */
+/** docs/operations.md#metrics: per endpoint its backlog, lag and failed attempts (read when scraped), and this node's attempts. */
 function webhookMetrics(app: FastifyInstance, sql: Sql, worker: WebhookWorker): void {
   for (const outcome of ['delivered', 'failed'] as const) {
     new Counter({
@@ -67,6 +67,16 @@ function webhookMetrics(app: FastifyInstance, sql: Sql, worker: WebhookWorker): 
     async collect() {
       this.reset();
       for (const e of (await read()) ?? []) this.set({ tenant_id: e.tenantId, endpoint: String(e.id) }, e.backlog);
+    },
+  });
+  new Gauge({
+    name: 'webhook_endpoint_lag_seconds',
+    help: 'Seconds since the oldest record an enabled webhook endpoint has not received yet was written (0: nothing waiting)',
+    labelNames,
+    registers: [app.metrics],
+    async collect() {
+      this.reset();
+      for (const e of (await read()) ?? []) this.set({ tenant_id: e.tenantId, endpoint: String(e.id) }, e.lag);
     },
   });
   new Gauge({
