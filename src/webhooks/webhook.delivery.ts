@@ -4,10 +4,9 @@ import type { Logger } from 'pino';
 import type { Sql } from '../db/database.js';
 import { transaction } from '../db/retry.js';
 import { formatDateTimeMs } from '../core/time.js';
-import { toAuditRecord } from '../audit/audit.fields.js';
 import { coalesced } from '../core/coalesced.js';
 import { retryDelayMs, type DeliveryOptions } from './webhook.options.js';
-import { eventBody, pick, send, type SendResult } from './webhook.send.js';
+import { eventBody, eventOf, pick, send, type SendResult } from './webhook.send.js';
 import { Acks } from './webhook.acks.js';
 import {
   claimDue,
@@ -147,8 +146,11 @@ export class WebhookWorker {
       await acks.flush();
       return release(this.sql, this.node, e);
     };
+    let ahead: ReturnType<typeof pendingRecords> | undefined; // a full batch's next, read while it is sent
     for (;;) {
-      const records = await pendingRecords(this.sql, { ...e, cursor: sent }, BATCH);
+      const records = (await ahead) ?? (await pendingRecords(this.sql, { ...e, cursor: sent }, BATCH));
+      ahead = records.length < BATCH ? undefined : pendingRecords(this.sql, { ...e, cursor: records.at(-1)!.id as string }, BATCH);
+      ahead?.catch(() => {}); // awaited above when the batch is done; a run that stops first leaves it
       if (records.length === 0) return stop();
       // Retention purged records right after the cursor while this run went on: never send past the gap
       // (maintenance disables the endpoint, "cursor expired").
@@ -157,9 +159,7 @@ export class WebhookWorker {
       for (const row of records) {
         await acks.room();
         if (this.closed || !acks.goOn || !this.leaseCovers(leasedAt)) return stop();
-        const record = toAuditRecord(row);
-        const eventId = `audit_${record.id}`;
-        const body = eventBody(record.action, row.time as Date, record);
+        const { record, eventId, body } = eventOf(row);
         const result = await send(this.options, e.url, eventId, e.secrets, body, this.stopping.signal);
         // Cut off by shutdown: not the receiver's failure; the lease goes back and the record is sent again.
         if (this.stopping.signal.aborted) return stop();

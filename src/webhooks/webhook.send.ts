@@ -1,6 +1,8 @@
 import type { AddressRule } from '../outbound/outbound.address.js';
 import { outboundRequest, outboundUrl } from '../outbound/outbound.agents.js';
 import { signedHeaders } from './webhook.sign.js';
+import { toAuditRecord } from '../audit/audit.fields.js';
+import type { Row } from 'postgres';
 
 // One delivery attempt: a signed POST, cut off at the timeout, redirects not
 // followed, the address rule applied to the socket's own lookup (both from
@@ -29,6 +31,43 @@ export interface SendResult {
 /** The body of one event: exactly these bytes are signed and sent. */
 export function eventBody(type: string, time: Date, data: unknown): Buffer {
   return Buffer.from(JSON.stringify({ type, timestamp: time.toISOString(), data }));
+}
+
+/** Events made last, by record id: see eventOf. */
+const recentEvents = new Map<string, { record: ReturnType<typeof toAuditRecord>; eventId: string; body: Buffer }>();
+const RECENT_EVENTS = 4096;
+
+/**
+ * The event of an audit record read with recordColumns: its webhook-id and
+ * body, made once and kept for the next endpoints that receive the same
+ * record (a record never changes, and every endpoint gets the same bytes).
+ */
+export function eventOf(row: Row) {
+  const id = String(row.id);
+  let event = recentEvents.get(id);
+  if (!event) {
+    const record = toAuditRecord(row);
+    event = { record, eventId: `audit_${record.id}`, body: eventBody(record.action, row.time as Date, record) };
+    if (recentEvents.size >= RECENT_EVENTS) recentEvents.delete(recentEvents.keys().next().value!);
+    recentEvents.set(id, event);
+  }
+  return event;
+}
+
+/** Each URL parsed and judged once per rule (a delivery run repeats it for every record); a refused one is judged again each time. */
+const judged = new WeakMap<AddressRule, Map<string, URL>>();
+const JUDGED_URLS = 1024;
+
+function targetOf(rule: AddressRule, text: string): URL {
+  let byText = judged.get(rule);
+  if (!byText) judged.set(rule, (byText = new Map()));
+  let url = byText.get(text);
+  if (!url) {
+    url = outboundUrl(rule, text);
+    if (byText.size >= JUDGED_URLS) byText.clear();
+    byText.set(text, url);
+  }
+  return url;
 }
 
 /** What the attempt log keeps of a result. */
@@ -65,7 +104,7 @@ export function send(options: SendOptions, url: string, id: string, secrets: str
 
     let target: URL;
     try {
-      target = outboundUrl(options, url);
+      target = targetOf(options, url);
     } catch (err) {
       return failed(describe(err));
     }
