@@ -44,7 +44,7 @@ export class Acks {
   delivered(position: string, attempt: Attempt): void {
     this.unwritten.push({ ...attempt, time: new Date() });
     this.last = position;
-    if (!this.writing) this.writing = this.writeAll();
+    this.startWrite();
   }
 
   /** Resolves when another record may be sent: fewer than MAX_UNWRITTEN acknowledgements wait. */
@@ -54,16 +54,26 @@ export class Acks {
 
   /** Everything acknowledged so far, written; resolves with goOn. Throws what a write threw. */
   async flush(): Promise<boolean> {
-    if (!this.writing && this.unwritten.length > 0 && this.failure === undefined) this.writing = this.writeAll();
+    this.startWrite();
     while (this.writing) await this.writing;
     if (this.failure !== undefined) throw this.failure;
     return this.goOn;
   }
 
+  /**
+   * Starts writing what is unwritten unless a write is in flight (it takes
+   * them) or one failed. `writing` is cleared by a callback, which always
+   * runs after this assignment, however soon the write ends.
+   */
+  private startWrite(): void {
+    if (this.writing || this.failure !== undefined || this.unwritten.length === 0) return;
+    this.writing = this.writeAll().finally(() => (this.writing = undefined));
+  }
+
   /** Writes what is unwritten, batch after batch, until nothing is; a failure stops it (the cursor it expected never came). */
   private async writeAll(): Promise<void> {
     try {
-      while (this.unwritten.length > 0 && this.failure === undefined) {
+      while (this.unwritten.length > 0) {
         const [attempts, position] = [this.unwritten, this.last];
         this.unwritten = [];
         const startedAt = performance.now();
@@ -79,8 +89,6 @@ export class Acks {
     } catch (err) {
       this.failure = err;
       this.goOn = false;
-    } finally {
-      this.writing = undefined;
     }
   }
 }
