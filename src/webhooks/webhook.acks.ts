@@ -52,6 +52,11 @@ export class Acks {
     while (this.unwritten.length >= MAX_UNWRITTEN && this.writing) await this.writing;
   }
 
+  /** Resolves when no write is in flight (a failed one included: flush() reports it). */
+  async settled(): Promise<void> {
+    while (this.writing) await this.writing;
+  }
+
   /** Everything acknowledged so far, written; resolves with goOn. Throws what a write threw. */
   async flush(): Promise<boolean> {
     this.startWrite();

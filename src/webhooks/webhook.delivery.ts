@@ -146,11 +146,11 @@ export class WebhookWorker {
       await acks.flush();
       return release(this.sql, this.node, e);
     };
-    let ahead: ReturnType<typeof pendingRecords> | undefined; // a full batch's next, read while it is sent
     for (;;) {
-      const records = (await ahead) ?? (await pendingRecords(this.sql, { ...e, cursor: sent }, BATCH));
-      ahead = records.length < BATCH ? undefined : pendingRecords(this.sql, { ...e, cursor: records.at(-1)!.id as string }, BATCH);
-      ahead?.catch(() => {}); // awaited above when the batch is done; a run that stops first leaves it
+      // One statement of a run at a time, as before the writes went behind the sends: a pooler's few server
+      // connections are shared by every run and request.
+      await acks.settled();
+      const records = await pendingRecords(this.sql, { ...e, cursor: sent }, BATCH);
       if (records.length === 0) return stop();
       // Retention purged records right after the cursor while this run went on: never send past the gap
       // (maintenance disables the endpoint, "cursor expired").
