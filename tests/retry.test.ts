@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import postgres from 'postgres';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { openPostgres, type Database } from '../src/db/database.js';
 import { ADMIN_PASSWORD } from './support/app.js';
-import { CutProxy } from './support/cut-proxy.js';
+import { cutDatabase, type CutProxy } from './support/cut-proxy.js';
 import { expectTreeInvariants } from './support/invariants.js';
 import { recordedPool } from './support/statement-log.js';
 
@@ -27,8 +26,7 @@ const CHART_ROWS = /'\{"deptId":' \|\| dept_id/;
 const SESSION = /FROM auth_session s\s+JOIN sys_user/;
 
 describe.skipIf(!inject('databaseUrl'))('a connection cut at the worst moment', () => {
-  let admin: postgres.Sql;
-  let name: string;
+  let db: Awaited<ReturnType<typeof cutDatabase>>;
   let proxy: CutProxy;
   let viaProxy: Database;
   let direct: Database;
@@ -37,19 +35,10 @@ describe.skipIf(!inject('databaseUrl'))('a connection cut at the worst moment', 
   let seq = 0;
 
   beforeAll(async () => {
-    const serverUrl = inject('databaseUrl');
-    admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
-    // The name is ours (prefix + hex), never input.
-    name = `retry_${randomBytes(6).toString('hex')}`;
-    await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${inject('templateDatabase')}`);
-    const url = new URL(serverUrl);
-    url.pathname = `/${name}`;
-    proxy = new CutProxy(url.hostname, Number(url.port || 5432));
-    const proxied = new URL(url);
-    proxied.hostname = '127.0.0.1';
-    proxied.port = String(await proxy.listen());
-    viaProxy = openPostgres(proxied.toString(), { max: 1, ...recordedPool() });
-    direct = openPostgres(url.toString(), { max: 2 });
+    db = await cutDatabase(inject('databaseUrl'), inject('templateDatabase'), 'retry');
+    proxy = db.proxy;
+    viaProxy = openPostgres(db.proxied, { max: 1, ...recordedPool() });
+    direct = openPostgres(db.direct, { max: 2 });
     app = await buildApp({ sql: viaProxy.sql, config: { jwtSecret: undefined, tokenTtl: 600, logLevel: 'silent' }, logger: false });
     await app.ready();
     token = await login();
@@ -60,8 +49,7 @@ describe.skipIf(!inject('databaseUrl'))('a connection cut at the worst moment', 
     await app?.close();
     await viaProxy?.close();
     await direct?.close();
-    await admin?.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin?.end();
+    await db?.drop();
   });
 
   async function login(): Promise<string> {

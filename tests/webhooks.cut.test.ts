@@ -1,12 +1,10 @@
-import { randomBytes } from 'node:crypto';
-import postgres from 'postgres';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { openPostgres, type Database } from '../src/db/database.js';
 import { parseAllowedCidrs } from '../src/outbound/outbound.address.js';
 import { ADMIN_PASSWORD } from './support/app.js';
-import { CutProxy } from './support/cut-proxy.js';
+import { cutDatabase, type CutProxy } from './support/cut-proxy.js';
 import { WebhookReceiver } from './support/webhook-receiver.js';
 
 // docs/webhooks.md#delivery with a real fault: the statement that writes a
@@ -22,26 +20,16 @@ const ADVANCE = /UPDATE webhook_endpoint w SET cursor =/;
 const CREATES = 6;
 
 describe.skipIf(!inject('databaseUrl'))('a run whose acknowledgement write is cut', () => {
-  let admin: postgres.Sql;
-  let name: string;
+  let db: Awaited<ReturnType<typeof cutDatabase>>;
   let proxy: CutProxy;
   let viaProxy: Database;
   let app: FastifyInstance | undefined;
   let receiver: WebhookReceiver;
 
   beforeAll(async () => {
-    const serverUrl = inject('databaseUrl');
-    admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
-    // The name is ours (prefix + hex), never input.
-    name = `hookcut_${randomBytes(6).toString('hex')}`;
-    await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${inject('templateDatabase')}`);
-    const url = new URL(serverUrl);
-    url.pathname = `/${name}`;
-    proxy = new CutProxy(url.hostname, Number(url.port || 5432));
-    const proxied = new URL(url);
-    proxied.hostname = '127.0.0.1';
-    proxied.port = String(await proxy.listen());
-    viaProxy = openPostgres(proxied.toString(), { max: 4 });
+    db = await cutDatabase(inject('databaseUrl'), inject('templateDatabase'), 'hookcut');
+    proxy = db.proxy;
+    viaProxy = openPostgres(db.proxied, { max: 4 });
     receiver = await WebhookReceiver.start();
     app = await buildApp({
       sql: viaProxy.sql,
@@ -54,11 +42,9 @@ describe.skipIf(!inject('databaseUrl'))('a run whose acknowledgement write is cu
   });
   afterAll(async () => {
     await app?.close();
-    await proxy?.close();
     await viaProxy?.close();
     await receiver?.close();
-    await admin?.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin?.end();
+    await db?.drop();
   });
 
   it('sends every record again from the written cursor, in order, and the app still closes', async () => {

@@ -60,7 +60,7 @@ export class Acks {
   /** Everything acknowledged so far, written; resolves with goOn. Throws what a write threw. */
   async flush(): Promise<boolean> {
     this.startWrite();
-    while (this.writing) await this.writing;
+    await this.settled();
     if (this.failure !== undefined) throw this.failure;
     return this.goOn;
   }

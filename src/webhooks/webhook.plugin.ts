@@ -59,34 +59,26 @@ function webhookMetrics(app: FastifyInstance, sql: Sql, worker: WebhookWorker): 
   }
   const read = scrapeRead(() => backlogs(sql));
   const labelNames = ['tenant_id', 'endpoint'] as const;
-  new Gauge({
-    name: 'webhook_endpoint_backlog',
-    help: 'Records waiting for an enabled webhook endpoint (counted up to 10,000)',
-    labelNames,
-    registers: [app.metrics],
-    async collect() {
-      this.reset();
-      for (const e of (await read()) ?? []) this.set({ tenant_id: e.tenantId, endpoint: String(e.id) }, e.backlog);
-    },
-  });
-  new Gauge({
-    name: 'webhook_endpoint_lag_seconds',
-    help: 'Seconds since the oldest record an enabled webhook endpoint has not received yet was written (0: nothing waiting)',
-    labelNames,
-    registers: [app.metrics],
-    async collect() {
-      this.reset();
-      for (const e of (await read()) ?? []) this.set({ tenant_id: e.tenantId, endpoint: String(e.id) }, e.lag);
-    },
-  });
-  new Gauge({
-    name: 'webhook_endpoint_failures',
-    help: 'Failed attempts so far at the record an enabled endpoint is blocked on (0: delivering normally)',
-    labelNames,
-    registers: [app.metrics],
-    async collect() {
-      this.reset();
-      for (const e of (await read()) ?? []) this.set({ tenant_id: e.tenantId, endpoint: String(e.id) }, e.failures);
-    },
-  });
+  // One gauge per figure of the same read: every endpoint's row, read once per scrape.
+  const gauges = [
+    ['webhook_endpoint_backlog', 'Records waiting for an enabled webhook endpoint (counted up to 10,000)', 'backlog'],
+    [
+      'webhook_endpoint_lag_seconds',
+      'Seconds since the oldest record an enabled webhook endpoint has not received yet was written (0: nothing waiting)',
+      'lag',
+    ],
+    ['webhook_endpoint_failures', 'Failed attempts so far at the record an enabled endpoint is blocked on (0: delivering normally)', 'failures'],
+  ] as const;
+  for (const [name, help, figure] of gauges) {
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [app.metrics],
+      async collect() {
+        this.reset();
+        for (const e of (await read()) ?? []) this.set({ tenant_id: e.tenantId, endpoint: String(e.id) }, e[figure]);
+      },
+    });
+  }
 }

@@ -1,4 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { createServer, connect, type Server, type Socket } from 'node:net';
+import postgres from 'postgres';
 
 /** Where and how the proxy cuts a connection. */
 export interface CutRule {
@@ -213,4 +215,32 @@ export class CutProxy {
     for (const socket of this.sockets) socket.destroy();
     await new Promise((resolve) => this.server.close(resolve));
   }
+}
+
+/**
+ * A fresh database cloned from the migrated template, and a CutProxy in
+ * front of it: `proxied` reaches it through the proxy, `direct` without.
+ * `drop()` closes the proxy and drops the database.
+ */
+export async function cutDatabase(serverUrl: string, template: string, prefix: string) {
+  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
+  // The name is ours (prefix + hex), never input.
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+  const direct = new URL(serverUrl);
+  direct.pathname = `/${name}`;
+  const proxy = new CutProxy(direct.hostname, Number(direct.port || 5432));
+  const proxied = new URL(direct);
+  proxied.hostname = '127.0.0.1';
+  proxied.port = String(await proxy.listen());
+  return {
+    proxy,
+    proxied: proxied.toString(),
+    direct: direct.toString(),
+    async drop() {
+      await proxy.close();
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    },
+  };
 }
