@@ -162,6 +162,29 @@ describe('delivery', () => {
     expect(Math.abs(Number(r.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(60);
   });
 
+  it('two apps of one process on two databases each send their own record under the same record id', async () => {
+    // Each copy of the template numbers its records alike, so the two departments' records share an id: an
+    // event made for one database must never go out for the other (the bodies are kept per worker).
+    const apps = [] as TestApp[];
+    try {
+      const sent = [];
+      for (const name of ['Same id one', 'Same id two']) {
+        const app = await buildTestApp({
+          webhooks: { allowed: parseAllowedCidrs('127.0.0.0/8,::1/128'), timeoutMs: TIMEOUT_MS, retrySchedule: SCHEDULE, pollMs: 100 },
+        });
+        apps.push(app);
+        const h = await hook(app.root);
+        await dept(app.root, name);
+        await expect.poll(() => at(h.path).length, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+        sent.push(at(h.path).find((r) => JSON.parse(r.raw.toString()).type === 'dept.create')!);
+      }
+      expect(idOf(sent[0]!)).toBe(idOf(sent[1]!));
+      expect(sent.map((r) => JSON.parse(r.raw.toString()).data.changes.deptName)).toEqual(['Same id one', 'Same id two']);
+    } finally {
+      for (const app of apps) await app.close();
+    }
+  });
+
   it('filters by action names and prefixes; an empty filter takes every action', async () => {
     const moves = await hook(t.root, { events: ['dept.move'] });
     const users = await hook(t.root, { events: ['user.*'] });

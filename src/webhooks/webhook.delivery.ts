@@ -6,7 +6,7 @@ import { transaction } from '../db/retry.js';
 import { formatDateTimeMs } from '../core/time.js';
 import { coalesced } from '../core/coalesced.js';
 import { retryDelayMs, type DeliveryOptions } from './webhook.options.js';
-import { eventBody, eventOf, pick, send, type SendResult } from './webhook.send.js';
+import { eventBody, pick, RecentEvents, send, type SendResult } from './webhook.send.js';
 import { Acks } from './webhook.acks.js';
 import {
   claimDue,
@@ -55,6 +55,7 @@ export class WebhookWorker {
   /** This process's name in leases: unique per start, so a restarted node never mistakes an old lease for its own. */
   readonly node = `${process.pid}-${randomUUID()}`;
   readonly counts: DeliveryCounts = { delivered: 0, failed: 0 };
+  private readonly events = new RecentEvents();
   private readonly active = new Set<Promise<void>>();
   private readonly claims = coalesced(
     () => this.claimAndStart(),
@@ -142,10 +143,7 @@ export class WebhookWorker {
   private async deliverAll(e: ClaimedEndpoint, leasedAt: number): Promise<void> {
     const acks = new Acks(this.sql, this.node, e, this.leaseSeconds, (at) => (leasedAt = at));
     let sent = e.cursor; // read ahead of the written cursor: the records after the last one sent
-    const stop = async () => {
-      await acks.flush();
-      return release(this.sql, this.node, e);
-    };
+    const stop = () => acks.flush().then(() => release(this.sql, this.node, e));
     for (;;) {
       // One statement of a run at a time, as before the writes went behind the sends: a pooler's few server
       // connections are shared by every run and request.
@@ -159,7 +157,7 @@ export class WebhookWorker {
       for (const row of records) {
         await acks.room();
         if (this.closed || !acks.goOn || !this.leaseCovers(leasedAt)) return stop();
-        const { record, eventId, body } = eventOf(row);
+        const { record, eventId, body } = this.events.of(row);
         const result = await send(this.options, e.url, eventId, e.secrets, body, this.stopping.signal);
         // Cut off by shutdown: not the receiver's failure; the lease goes back and the record is sent again.
         if (this.stopping.signal.aborted) return stop();

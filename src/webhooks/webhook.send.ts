@@ -33,25 +33,31 @@ export function eventBody(type: string, time: Date, data: unknown): Buffer {
   return Buffer.from(JSON.stringify({ type, timestamp: time.toISOString(), data }));
 }
 
-/** Events made last, by record id: see eventOf. */
-const recentEvents = new Map<string, { record: ReturnType<typeof toAuditRecord>; eventId: string; body: Buffer }>();
+type Event = { record: ReturnType<typeof toAuditRecord>; eventId: string; body: Buffer };
 const RECENT_EVENTS = 4096;
 
 /**
- * The event of an audit record read with recordColumns: its webhook-id and
- * body, made once and kept for the next endpoints that receive the same
- * record (a record never changes, and every endpoint gets the same bytes).
+ * The events of the audit records read with recordColumns: each record's
+ * webhook-id and body, made once and kept for the next endpoints that
+ * receive the same record (a record never changes, and every endpoint gets
+ * the same bytes). One per worker, never per process: a record id names a
+ * record only within its database, and apps of one process on two databases
+ * (the tests' apps) have the same ids for different records.
  */
-export function eventOf(row: Row) {
-  const id = String(row.id);
-  let event = recentEvents.get(id);
-  if (!event) {
-    const record = toAuditRecord(row);
-    event = { record, eventId: `audit_${record.id}`, body: eventBody(record.action, row.time as Date, record) };
-    if (recentEvents.size >= RECENT_EVENTS) recentEvents.delete(recentEvents.keys().next().value!);
-    recentEvents.set(id, event);
+export class RecentEvents {
+  private readonly byId = new Map<string, Event>();
+
+  of(row: Row): Event {
+    const id = String(row.id);
+    let event = this.byId.get(id);
+    if (!event) {
+      const record = toAuditRecord(row);
+      event = { record, eventId: `audit_${record.id}`, body: eventBody(record.action, row.time as Date, record) };
+      if (this.byId.size >= RECENT_EVENTS) this.byId.delete(this.byId.keys().next().value!);
+      this.byId.set(id, event);
+    }
+    return event;
   }
-  return event;
 }
 
 /** Each URL parsed and judged once per rule (a delivery run repeats it for every record); a refused one is judged again each time. */
