@@ -90,6 +90,15 @@ export async function underLoad(target: string, endpointCounts: number[]): Promi
       // The gauge when the service has it; the database's own count otherwise (a build from before it).
       return counted.map(({ endpoint, backlog, oldest }) => ({ endpoint, backlog, seconds: gauge.get(endpoint) ?? oldest }));
     };
+    // The database's transactions a second (each statement outside a transaction is one; the requests' included):
+    // the 8-endpoint run's against the 1-endpoint run's is what the deliveries' claims, reads and acknowledgements
+    // add. Counted as PostgreSQL reports them (flushed each second).
+    const transactions = async () =>
+      direct
+        ? Number(
+            (await direct<{ n: string }[]>`SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`)[0]!.n,
+          )
+        : NaN;
     console.log(
       `webhooks under load: ${prepared.description}; ${depts.length} departments; ${BY_ID} connections GET by id, ${TREE} GET tree, ` +
         `${RENAMES} PUT renames, ${LOAD_SECONDS} s per run`,
@@ -100,6 +109,7 @@ export async function underLoad(target: string, endpointCounts: number[]): Promi
       const ids: number[] = [];
       for (let i = 0; i < n; i++) ids.push(((await call('POST', '/system/webhook-api', { url: target, events: ['dept.*'] })) as { id: number }).id);
       const started = performance.now();
+      const transactionsBefore = await transactions();
       let last = { at: started, renamed, delivered: await delivered() };
       let worst = { seconds: 0, backlog: direct ? 0 : -1 }; // no count on the embedded database
       const tick = async () => {
@@ -140,11 +150,13 @@ export async function underLoad(target: string, endpointCounts: number[]): Promi
       clearInterval(ticker);
       const end = await tick();
       const [byId, tree, rename] = runs;
+      const perSecond = ((await transactions()) - transactionsBefore) / ((performance.now() - started) / 1000);
       console.log(
         `  ${n} endpoint(s), end of load: GET by id ${fmt(byId.rps)} req/s p99 ${byId.p99} ms, tree ${fmt(tree.rps)} req/s p99 ${tree.p99} ms, ` +
           `renames ${fmt(rename.rps)} req/s p99 ${rename.p99} ms; backlog at the end ` +
           `${end.max.backlog < 0 ? '' : `${end.max.backlog} records = ${fmt(end.max.backlog / rename.rps, 1)} s of writes, `}oldest ${fmt(end.max.seconds, 1)} s; ` +
-          `worst tick ${worst.backlog < 0 ? '' : `${worst.backlog} records, `}${fmt(worst.seconds, 1)} s`,
+          `worst tick ${worst.backlog < 0 ? '' : `${worst.backlog} records, `}${fmt(worst.seconds, 1)} s` +
+          (Number.isNaN(perSecond) ? '' : `; the database ${fmt(perSecond)} transactions/s`),
       );
       const draining = performance.now();
       while ((await lags()).some((l) => l.backlog > 0 || l.seconds > 0) && performance.now() - draining < 300_000)
