@@ -127,7 +127,11 @@ export async function underLoad(target: string, endpointCounts: number[]): Promi
         last = now;
         return { rate, max };
       };
-      const ticker = setInterval(() => void tick().catch((err) => console.error('tick failed', err)), TICK_S * 1000);
+      // The last tick is taken after the one in flight, never beside it: both move `last`.
+      let ticking: Promise<unknown> = Promise.resolve();
+      const ticker = setInterval(() => {
+        ticking = tick().catch((err) => console.error('tick failed', err));
+      }, TICK_S * 1000);
       const runs = await Promise.all([
         cannon(port, `/system/dept-api/${depts[depts.length - 1]!.deptId}`, headers, LOAD_SECONDS, service.proc.pid, undefined, BY_ID),
         cannon(port, '/system/dept-api/tree', headers, LOAD_SECONDS, undefined, undefined, TREE),
@@ -148,6 +152,7 @@ export async function underLoad(target: string, endpointCounts: number[]): Promi
         ),
       ]);
       clearInterval(ticker);
+      await ticking;
       const end = await tick();
       const [byId, tree, rename] = runs;
       const perSecond = ((await transactions()) - transactionsBefore) / ((performance.now() - started) / 1000);
