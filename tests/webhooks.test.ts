@@ -18,14 +18,19 @@ import { parseAllowedCidrs } from '../src/outbound/outbound.address.js';
 const API = '/system/webhook-api';
 const SCHEDULE = [0.2, 0.2, 0.2];
 const TIMEOUT_MS = 1000;
+const WEBHOOKS = {
+  allowed: parseAllowedCidrs('127.0.0.0/8,::1/128'),
+  timeoutMs: TIMEOUT_MS,
+  retrySchedule: SCHEDULE,
+  pollMs: 100,
+  maintenanceMs: 500,
+};
 
 let t: TestApp;
 let receiver: WebhookReceiver;
 beforeAll(async () => {
   receiver = await WebhookReceiver.start();
-  t = await buildTestApp({
-    webhooks: { allowed: parseAllowedCidrs('127.0.0.0/8,::1/128'), timeoutMs: TIMEOUT_MS, retrySchedule: SCHEDULE, pollMs: 100, maintenanceMs: 500 },
-  });
+  t = await buildTestApp({ webhooks: WEBHOOKS });
 });
 afterAll(async () => {
   await t?.close();
@@ -169,9 +174,7 @@ describe('delivery', () => {
     try {
       const sent = [];
       for (const name of ['Same id one', 'Same id two']) {
-        const app = await buildTestApp({
-          webhooks: { allowed: parseAllowedCidrs('127.0.0.0/8,::1/128'), timeoutMs: TIMEOUT_MS, retrySchedule: SCHEDULE, pollMs: 100 },
-        });
+        const app = await buildTestApp({ webhooks: WEBHOOKS });
         apps.push(app);
         const h = await hook(app.root);
         await dept(app.root, name);

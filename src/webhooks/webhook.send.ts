@@ -33,7 +33,7 @@ export function eventBody(type: string, time: Date, data: unknown): Buffer {
   return Buffer.from(JSON.stringify({ type, timestamp: time.toISOString(), data }));
 }
 
-type Event = { record: ReturnType<typeof toAuditRecord>; eventId: string; body: Buffer };
+type DeliveryEvent = { record: ReturnType<typeof toAuditRecord>; eventId: string; body: Buffer };
 const RECENT_EVENTS = 4096;
 
 /**
@@ -45,9 +45,9 @@ const RECENT_EVENTS = 4096;
  * (the tests' apps) have the same ids for different records.
  */
 export class RecentEvents {
-  private readonly byId = new Map<string, Event>();
+  private readonly byId = new Map<string, DeliveryEvent>();
 
-  of(row: Row): Event {
+  of(row: Row): DeliveryEvent {
     const id = String(row.id);
     let event = this.byId.get(id);
     if (!event) {
