@@ -39,6 +39,8 @@ async function session(otel: Record<string, string>) {
   try {
     const secretName = `Secret-${randomBytes(6).toString('hex')}`;
     const token = await loginAt(service.base, '000000', 'admin', PASSWORD);
+    // A probe, as an orchestrator sends them: its route logs from warn up only.
+    expect((await fetch(`${service.base}/readyz`)).status).toBe(200);
     const created = await fetch(`${service.base}/system/dept-api`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
@@ -54,7 +56,13 @@ async function session(otel: Record<string, string>) {
     // A search term rides in the query string, which is never recorded.
     const listed = await call(service.base, 'GET', `/system/dept-api/list?deptName=${secretName}`, undefined, token);
     expect(listed.status).toBe(200);
-    return { service, secretName, token, id, incoming, stopped: await service.stop() };
+    // A caller whose trace was not sampled: flags 00 in its traceparent.
+    const unsampled = traceparent();
+    const tree = await fetch(`${service.base}/system/dept-api/tree`, {
+      headers: { authorization: `Bearer ${token}`, traceparent: unsampled.header.replace(/-01$/, '-00') },
+    });
+    expect(tree.status).toBe(200);
+    return { service, secretName, token, id, incoming, unsampled, stopped: await service.stop() };
   } finally {
     if (service.child.exitCode === null) service.child.kill('SIGKILL');
   }
@@ -70,7 +78,7 @@ describe.each([
 ])('traces over OTLP %s', (protocol, env) => {
   it('a server span per request with its route and status, statement spans under it, the incoming trace honoured, no values', async () => {
     receiver.requests.length = 0;
-    const { service, secretName, token, id, incoming, stopped } = await session({
+    const { service, secretName, token, id, incoming, unsampled, stopped } = await session({
       ...env(receiver.base),
       OTEL_SERVICE_NAME: 'traces-test',
       OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=test',
@@ -133,7 +141,19 @@ describe.each([
       .filter((line) => line.startsWith('{'))
       .map((line) => JSON.parse(line) as { msg?: string; req?: { url?: string }; trace_id?: string; span_id?: string });
     const logged = lines.find((line) => line.msg === 'request completed' && line.req?.url === `/system/dept-api/${id}`);
-    expect(logged).toMatchObject({ trace_id: incoming.traceId, span_id: read.spanId });
+    expect(logged).toMatchObject({ trace_id: incoming.traceId, span_id: read.spanId, reqId: expect.any(String) });
+
+    // The caller's unsampled trace is followed (the default sampler is parent-based): no span for the request,
+    // nor for its statements, and its log line has no trace ids, there being no trace to lead to.
+    expect(spans.filter((s) => s.traceId === unsampled.traceId)).toEqual([]);
+    expect(spans.some((s) => s.kind === SERVER && s.name === 'GET /system/dept-api/tree')).toBe(false);
+    const unsampledLine = lines.find((line) => line.msg === 'request completed' && line.req?.url === '/system/dept-api/tree');
+    expect(unsampledLine).toBeDefined();
+    expect(unsampledLine).not.toHaveProperty('trace_id');
+    expect(unsampledLine).not.toHaveProperty('span_id');
+    // A route's own log level holds on a traced request: the probe (logged from warn up) wrote no line.
+    expect(spans.some((s) => s.kind === SERVER && s.name === 'GET /readyz')).toBe(true);
+    expect(lines.filter((line) => line.req?.url === '/readyz')).toEqual([]);
   });
 });
 

@@ -16,9 +16,9 @@ import type { Sql } from '../db/database.js';
  *
  * Recorded: the statement text as sent, with $1, $2... where the values go
  * (never the values), the database name and, for a single-host URL, the
- * server. A statement outside any traced request (start-up, the audit feed's
- * background work) is not recorded: it would be a trace of its own per
- * statement.
+ * server. A statement outside any sampled request (start-up, the audit
+ * feed's background work, a request the sampler left out) is not recorded:
+ * it would be a trace of its own per statement.
  */
 
 interface ExecutableQuery {
@@ -49,6 +49,8 @@ function operationOf(text: string): string {
 }
 
 function instrument(tracer: Tracer, attributes: Attributes, query: ExecutableQuery): void {
+  // Made outside a sampled request (an unsampled one enters no context): left as it is, at no cost.
+  if (trace.getSpan(context.active()) === undefined) return;
   const handle = query.handle.bind(query);
   let started = false;
   query.handle = () => {

@@ -1,0 +1,98 @@
+import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+
+/**
+ * The server span of each request (docs/operations.md#traces), made here
+ * rather than by an instrumentation library: the sampler decides first, and
+ * an unsampled request gets nothing else. No context is entered (so its
+ * statements find no span and are not wrapped: src/traces/sql.spans.ts), no
+ * attribute is built, no logger is derived; what it pays is the sampler's
+ * decision and the reading of a `traceparent` header if it sent one
+ * (docs/benchmark.md#cost-of-traces).
+ *
+ * A sampled request's span carries its method, route, path and status; it
+ * ends when the response has been written (or the client has gone), and it
+ * is an error on a 5xx only, without a message (a message can quote input).
+ */
+
+const SPAN = Symbol('requestSpan');
+const CONTEXT = Symbol('requestContext');
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    [SPAN]: Span | null;
+    [CONTEXT]: Context | null;
+  }
+}
+
+/** The request's path without its query string: a query can carry what a client searched for. */
+function pathOf(url: string): string {
+  const at = url.indexOf('?');
+  return at < 0 ? url : url.slice(0, at);
+}
+
+/** Ends the request's span once, with the status it was answered with (none when the client left first). */
+function end(request: FastifyRequest, reply: FastifyReply | undefined): void {
+  const span = request[SPAN];
+  if (span === null) return;
+  request[SPAN] = null;
+  if (reply) {
+    span.setAttribute('http.response.status_code', reply.statusCode);
+    if (reply.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+  }
+  span.end();
+}
+
+export function requestSpans(tracer: Tracer) {
+  return fp(
+    async (app: FastifyInstance) => {
+      app.decorateRequest(SPAN, null);
+      app.decorateRequest(CONTEXT, null);
+
+      app.addHook('onRequest', (request, reply, done) => {
+        // The caller's trace, when it sent one: the span joins it, and a parent-based sampler follows its decision.
+        const parent = request.headers.traceparent === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, request.headers);
+        const route = request.routeOptions.url;
+        // The semantic conventions' name for a server span: "GET /system/dept-api/:id"; an unknown route, the method.
+        const span = tracer.startSpan(route === undefined ? request.method : `${request.method} ${route}`, { kind: SpanKind.SERVER }, parent);
+        if (!span.isRecording()) {
+          done();
+          return;
+        }
+        span.setAttribute('http.request.method', request.method);
+        if (route !== undefined) span.setAttribute('http.route', route);
+        span.setAttribute('url.path', pathOf(request.url));
+        const ctx = trace.setSpan(parent, span);
+        request[SPAN] = span;
+        request[CONTEXT] = ctx;
+        // Every line this request logs leads to its trace (docs/operations.md#logs), its one line per request included.
+        // The request's logger made again from the root's, as Fastify made it (its `reqId`, the route's level) plus
+        // the ids: a child of the request's own child would make that one a prototype, which V8 makes costly per request.
+        const { traceId, spanId } = span.spanContext();
+        const level = request.routeOptions.logLevel;
+        const bindings = { reqId: request.id, trace_id: traceId, span_id: spanId };
+        request.log = reply.log = level ? app.log.child(bindings, { level }) : app.log.child(bindings);
+        // The hooks after this one, the handler and its statements run inside the span.
+        context.with(ctx, done);
+      });
+      // A body is read from the socket's events, outside the request's context: the
+      // handler (and its statements) run back inside it from here on.
+      app.addHook('preValidation', (request, _reply, done) => {
+        const ctx = request[CONTEXT];
+        if (ctx === null) done();
+        else context.with(ctx, done);
+      });
+      app.addHook('onResponse', (request, reply, done) => {
+        end(request, reply);
+        done();
+      });
+      app.addHook('onRequestAbort', (request, done) => {
+        end(request, undefined);
+        done();
+      });
+    },
+    // Named, so a plugin that needs the request spans can list it in its `dependencies`; it is registered first (src/app.ts).
+    { name: 'tracing' },
+  );
+}
