@@ -6,6 +6,12 @@
 // fails the run); nothing here asserts a time.
 //
 // BENCH_ONLY=create or move: that write alone. BENCH_SUBTREES: the subtrees per side.
+// BENCH_WITHOUT=audit,chart (PostgreSQL): parts of a write switched off in the
+// database, to measure what each costs (docs/benchmark.md#what-a-create-costs):
+// `audit` drops every audit record as it is inserted (so no sequencer run, no
+// feed, no wake-up either), `chart` disables the triggers that move the chart
+// version (for both sides: the baseline's rows fire them too). On PostgreSQL
+// the run also prints what the database's backends waited on, per side.
 
 import { randomBytes } from 'node:crypto';
 import type { Sql } from '../src/db/database.js';
@@ -14,6 +20,7 @@ import { startBoth } from './harness/pair.js';
 import { stopAll } from './harness/processes.js';
 import { cannon, CONNECTIONS, interleaved, ROUNDS, SECONDS, SHORT } from './harness/rounds.js';
 import { fmt } from './harness/stats.js';
+import { waitSampler } from './harness/waits.js';
 
 /** Moved subtrees per side: more than the connections, so no two moves in flight move the same one. */
 const SUBTREES = Number(process.env.BENCH_SUBTREES ?? (SHORT ? 60 : 200));
@@ -63,15 +70,36 @@ async function seedWrites(sql: Sql): Promise<Record<'service' | 'baseline', Writ
   };
   const rows = { service: await side('service'), baseline: await side('baseline') };
   await sql`ANALYZE sys_dept`;
+  if (WITHOUT.has('audit')) {
+    await sql`CREATE FUNCTION bench_audit_dropped() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`;
+    await sql`CREATE TRIGGER bench_audit_dropped BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION bench_audit_dropped()`;
+  }
+  if (WITHOUT.has('chart')) {
+    for (const trigger of ['sys_dept_chart_insert', 'sys_dept_chart_update', 'sys_dept_chart_delete']) {
+      await sql.unsafe(`ALTER TABLE sys_dept DISABLE TRIGGER ${trigger}`);
+    }
+  }
   return rows;
 }
+
+/** BENCH_WITHOUT: the parts of a write switched off (see the top of this file). */
+const WITHOUT = new Set((process.env.BENCH_WITHOUT ?? '').split(',').filter(Boolean));
+for (const part of WITHOUT) if (part !== 'audit' && part !== 'chart') throw new Error(`BENCH_WITHOUT: ${part} is not audit or chart`);
 
 export async function writes(): Promise<void> {
   const prepared = await prepare(100, randomBytes(32).toString('hex'), seedWrites);
   try {
     const { service, baseline, headers } = await startBoth(prepared);
     console.log(`database: ${prepared.description}`);
-    console.log(`${ROUNDS} interleaved rounds of ${SECONDS} s, ${CONNECTIONS} connections, ${SUBTREES} subtrees of 31 departments per side`);
+    console.log(
+      `${ROUNDS} interleaved rounds of ${SECONDS} s, ${CONNECTIONS} connections, ${SUBTREES} subtrees of 31 departments per side` +
+        (WITHOUT.size > 0 ? `; switched off: ${[...WITHOUT].join(', ')}` : ''),
+    );
+    const databaseUrl = prepared.serviceEnv.DATABASE_DIRECT_URL ?? prepared.serviceEnv.DATABASE_URL;
+    const waits = databaseUrl ? waitSampler(databaseUrl) : undefined;
+    // The rounds' runs sampled, the warm-ups (shorter) not.
+    const sampled = <T>(label: string, port: number, seconds: number, work: () => Promise<T>) =>
+      waits && seconds === SECONDS ? waits.during(`${label}, ${port === service.port ? 'service' : 'baseline'}`, work) : work();
     const peaks = { service: 0, baseline: 0 };
     const sideOf = (port: number) => (port === service.port ? prepared.extra.service : prepared.extra.baseline);
     // Per side: creates name their department after a counter; the n-th move takes subtree n % SUBTREES to the other parent.
@@ -81,22 +109,26 @@ export async function writes(): Promise<void> {
     // Moves first: tens of thousands of creates under two parents skew the planner's estimates for every walk that follows.
     if (only !== 'create')
       await interleaved('PUT /system/dept-api (move 31)', { service, baseline }, peaks, (port, pid, seconds) =>
-        cannon(port, '/system/dept-api', headers, seconds, pid, {
-          method: 'PUT',
-          body: () => {
-            const rows = sideOf(port);
-            const n = counter(port).moved++;
-            const lap = Math.floor(n / SUBTREES);
-            return { deptId: rows.roots[n % SUBTREES], parentId: lap % 2 === 0 ? rows.to : rows.from, deptName: `M${n % SUBTREES}` };
-          },
-        }),
+        sampled('move', port, seconds, () =>
+          cannon(port, '/system/dept-api', headers, seconds, pid, {
+            method: 'PUT',
+            body: () => {
+              const rows = sideOf(port);
+              const n = counter(port).moved++;
+              const lap = Math.floor(n / SUBTREES);
+              return { deptId: rows.roots[n % SUBTREES], parentId: lap % 2 === 0 ? rows.to : rows.from, deptName: `M${n % SUBTREES}` };
+            },
+          }),
+        ),
       );
     if (only !== 'move')
       await interleaved('POST /system/dept-api (create)', { service, baseline }, peaks, (port, pid, seconds) =>
-        cannon(port, '/system/dept-api', headers, seconds, pid, {
-          method: 'POST',
-          body: () => ({ parentId: sideOf(port).createParent, deptName: `Created ${counter(port).created++}` }),
-        }),
+        sampled('create', port, seconds, () =>
+          cannon(port, '/system/dept-api', headers, seconds, pid, {
+            method: 'POST',
+            body: () => ({ parentId: sideOf(port).createParent, deptName: `Created ${counter(port).created++}` }),
+          }),
+        ),
       );
     for (const [who, child] of [
       ['service', service],
@@ -105,6 +137,11 @@ export async function writes(): Promise<void> {
       console.log(`${who}: ${counter(child.port).created} creates and ${counter(child.port).moved} moves sent`);
     }
     console.log(`service rss: peak ${fmt(peaks.service)} MiB | baseline rss: peak ${fmt(peaks.baseline)} MiB`);
+    if (waits) {
+      console.log('database backends in a transaction, per sample (pg_stat_activity every 50 ms; CPU: active, waiting on nothing):');
+      for (const line of waits.report()) console.log(`  ${line}`);
+      await waits.close();
+    }
   } finally {
     await stopAll();
     await prepared.cleanup();
