@@ -171,11 +171,13 @@ command -v psql >/dev/null && command -v pg_isready >/dev/null || missing+=(post
 if [ ${#missing[@]} -gt 0 ]; then
   step "apt-get install ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  QUIET=1 long 300 "$RUN_DIR/apt.log" apt-get -o DPkg::Lock::Timeout=120 update -qq ||
+  # One apt-get at a time with .ci/run's own installs (its DEPT_CI_APT_LOCK), which may run meanwhile.
+  apt_lock=${DEPT_CI_APT_LOCK:-/var/lock/dept-ci-apt.lock}
+  QUIET=1 long 900 "$RUN_DIR/apt.log" flock -w 600 "$apt_lock" apt-get -o DPkg::Lock::Timeout=120 update -qq ||
     { tail -n 30 "$RUN_DIR/apt.log"; die "apt-get update"; }
   # No podman-docker: it would create /var/run/docker.sock, which other test
   # runs on this machine would then take for a Docker engine.
-  QUIET=1 long 600 "$RUN_DIR/apt.log" apt-get -o DPkg::Lock::Timeout=120 install -y -qq --no-install-recommends "${missing[@]}" ||
+  QUIET=1 long 1200 "$RUN_DIR/apt.log" flock -w 600 "$apt_lock" apt-get -o DPkg::Lock::Timeout=120 install -y -qq --no-install-recommends "${missing[@]}" ||
     { tail -n 30 "$RUN_DIR/apt.log"; die "apt-get install"; }
 else
   step "already installed: ${packages[*]}"
