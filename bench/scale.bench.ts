@@ -9,12 +9,17 @@
 // interleaved rounds so drift on the machine hits both databases alike.
 // Prints mean, p50 and p99 per database and the ratio; asserts only
 // correctness (statuses, page sizes, the records a catch-up delivers).
+// Then under load: every read that is one GET, from BENCH_SCALE_CONNECTIONS
+// (20) connections for BENCH_SCALE_SECONDS (5) per database and round, in
+// BENCH_SCALE_LOAD_ROUNDS (2) interleaved rounds: mean latency and
+// throughput per database, and the ratio of the means.
 // BENCH_SHORT=1: 200 tenants x 50 departments and 20,000 records, few rounds.
 
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import postgres from 'postgres';
 import { anyFreePort, cleanupOnInterrupt, startService, stopAll, waitReady } from './harness/processes.js';
+import { cannon } from './harness/rounds.js';
 import { inTurn, summary } from './harness/stats.js';
 import { readsOf } from './scale/reads.js';
 import { AUDIT, createDatabase, DEPTS, TENANTS } from './scale/seed.js';
@@ -22,6 +27,9 @@ import { AUDIT, createDatabase, DEPTS, TENANTS } from './scale/seed.js';
 const SHORT = process.env.BENCH_SHORT === '1';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (SHORT ? 2 : 6));
 const PER_ROUND = Number(process.env.BENCH_REQUESTS ?? (SHORT ? 5 : 20));
+const LOAD_CONNECTIONS = Number(process.env.BENCH_SCALE_CONNECTIONS ?? (SHORT ? 5 : 20));
+const LOAD_SECONDS = Number(process.env.BENCH_SCALE_SECONDS ?? (SHORT ? 1 : 5));
+const LOAD_ROUNDS = Number(process.env.BENCH_SCALE_LOAD_ROUNDS ?? (SHORT ? 1 : 2));
 
 export async function scale(): Promise<void> {
   const base = process.env.DATABASE_URL;
@@ -67,6 +75,30 @@ export async function scale(): Promise<void> {
       const e = summary(samples.empty);
       const f = (x: { mean: number; p50: number; p99: number }) => `${x.mean.toFixed(1)} / ${x.p50.toFixed(1)} / ${x.p99.toFixed(1)}`;
       console.log(`${read.label.padEnd(44)} ${f(s).padEnd(28)} ${f(e).padEnd(31)} ${(s.mean / e.mean).toFixed(2)}x, ${(s.p50 / e.p50).toFixed(2)}x`);
+    }
+
+    console.log(
+      `\nunder load: ${LOAD_CONNECTIONS} connections for ${LOAD_SECONDS} s per database, ${LOAD_ROUNDS} interleaved rounds (every request must succeed)`,
+    );
+    console.log(`${'read'.padEnd(44)} ${'scale mean ms, req/s'.padEnd(24)} ${'near-empty mean ms, req/s'.padEnd(27)} ratio of means`);
+    for (const read of reads) {
+      if (!read.request) continue;
+      const runs = { scale: [] as { mean: number; rps: number }[], empty: [] as { mean: number; rps: number }[] };
+      for (let round = 0; round < LOAD_ROUNDS; round++) {
+        for (const which of inTurn(round, ['scale', 'empty'] as const)) {
+          const { path, headers } = read.request(which);
+          runs[which].push(await cannon(targets[which].port, path, headers, LOAD_SECONDS, undefined, undefined, LOAD_CONNECTIONS));
+        }
+      }
+      // Over the rounds: the mean latency weighted by the requests each round answered, and the mean throughput.
+      const of = (xs: { mean: number; rps: number }[]) => {
+        const requests = xs.reduce((n, x) => n + x.rps, 0);
+        return { mean: xs.reduce((t, x) => t + x.mean * x.rps, 0) / requests, rps: requests / xs.length };
+      };
+      const s = of(runs.scale);
+      const e = of(runs.empty);
+      const f = (x: { mean: number; rps: number }) => `${x.mean.toFixed(1)}, ${Math.round(x.rps)}`;
+      console.log(`${read.label.padEnd(44)} ${f(s).padEnd(24)} ${f(e).padEnd(27)} ${(s.mean / e.mean).toFixed(2)}x`);
     }
   } finally {
     await stopAll();

@@ -99,7 +99,7 @@ export async function cannon(
     throw new Error(`${write?.method ?? 'GET'} ${path} on ${port}: ${failed} failed requests (statuses ${JSON.stringify(result.statusCodeStats)})`);
   // What one request costs the server process in CPU: the figure the machine's load moves least.
   const cpuUs = (((await cpuMs(pid)) - cpuBefore) * 1000) / Math.max(result.requests.total, 1);
-  return { rps: result.requests.average, p99: result.latency.p99, cpuUs };
+  return { rps: result.requests.average, mean: result.latency.average, p99: result.latency.p99, cpuUs };
 }
 
 type Figures = Awaited<ReturnType<typeof cannon>>;

@@ -19,6 +19,8 @@ interface Read {
   label: string;
   /** Runs the read once against `which`; throws on a wrong answer. */
   run(which: Which): Promise<void>;
+  /** A GET that can be sent over and over under load (its path and headers on `which`); absent for the stream and login. */
+  request?(which: Which): { path: string; headers: Record<string, string> };
 }
 
 async function call(target: Target, method: 'GET' | 'POST', path: string, headers: Record<string, string>, body?: object) {
@@ -86,6 +88,7 @@ export async function readsOf(targets: Record<Which, Target>): Promise<Read[]> {
           if (status !== 200) throw new Error(`${label}: code ${status}`);
           check(data as never, which);
         },
+        request: (which) => ({ path: path(which), headers: headers[which] }),
       });
     const pageRows = (total: number, pageNum: number) => Math.max(0, Math.min(caller.pageSize, total - (pageNum - 1) * caller.pageSize));
     const lastPage = (total: number) => Math.max(1, Math.ceil(total / caller.pageSize));
