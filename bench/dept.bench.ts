@@ -7,6 +7,7 @@
 //   BENCH_SUBTREE=10000 BENCH_REQUESTS=2000 npm run bench
 
 import { performance } from 'node:perf_hooks';
+import { addAuditDropTrigger } from './harness/database.js';
 import { openInProcess, type InProcess } from './harness/inprocess.js';
 import { inTurn, percentile, versus } from './harness/stats.js';
 
@@ -107,8 +108,7 @@ export async function latency(): Promise<void> {
  * the difference is the record's row and index entries and its positioning.
  */
 async function auditCost({ db, call }: InProcess, parentId: number, renamed: number): Promise<void> {
-  await db.sql`CREATE FUNCTION bench_audit_dropped() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`;
-  await db.sql`CREATE TRIGGER bench_audit_dropped BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION bench_audit_dropped()`;
+  await addAuditDropTrigger(db.sql);
   const stored = (on: boolean) =>
     on ? db.sql`ALTER TABLE audit_log DISABLE TRIGGER bench_audit_dropped` : db.sql`ALTER TABLE audit_log ENABLE TRIGGER bench_audit_dropped`;
   const ROUNDS = 8;

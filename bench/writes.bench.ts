@@ -15,12 +15,16 @@
 
 import { randomBytes } from 'node:crypto';
 import type { Sql } from '../src/db/database.js';
-import { prepare } from './harness/database.js';
+import { addAuditDropTrigger, prepare } from './harness/database.js';
 import { startBoth } from './harness/pair.js';
 import { stopAll } from './harness/processes.js';
 import { cannon, CONNECTIONS, interleaved, ROUNDS, SECONDS, SHORT } from './harness/rounds.js';
 import { fmt } from './harness/stats.js';
 import { waitSampler } from './harness/waits.js';
+
+/** BENCH_WITHOUT: the parts of a write switched off (see the top of this file). */
+const WITHOUT = new Set((process.env.BENCH_WITHOUT ?? '').split(',').filter(Boolean));
+for (const part of WITHOUT) if (part !== 'audit' && part !== 'chart') throw new Error(`BENCH_WITHOUT: ${part} is not audit or chart`);
 
 /** Moved subtrees per side: more than the connections, so no two moves in flight move the same one. */
 const SUBTREES = Number(process.env.BENCH_SUBTREES ?? (SHORT ? 60 : 200));
@@ -70,10 +74,7 @@ async function seedWrites(sql: Sql): Promise<Record<'service' | 'baseline', Writ
   };
   const rows = { service: await side('service'), baseline: await side('baseline') };
   await sql`ANALYZE sys_dept`;
-  if (WITHOUT.has('audit')) {
-    await sql`CREATE FUNCTION bench_audit_dropped() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`;
-    await sql`CREATE TRIGGER bench_audit_dropped BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION bench_audit_dropped()`;
-  }
+  if (WITHOUT.has('audit')) await addAuditDropTrigger(sql);
   if (WITHOUT.has('chart')) {
     for (const trigger of ['sys_dept_chart_insert', 'sys_dept_chart_update', 'sys_dept_chart_delete']) {
       await sql.unsafe(`ALTER TABLE sys_dept DISABLE TRIGGER ${trigger}`);
@@ -81,10 +82,6 @@ async function seedWrites(sql: Sql): Promise<Record<'service' | 'baseline', Writ
   }
   return rows;
 }
-
-/** BENCH_WITHOUT: the parts of a write switched off (see the top of this file). */
-const WITHOUT = new Set((process.env.BENCH_WITHOUT ?? '').split(',').filter(Boolean));
-for (const part of WITHOUT) if (part !== 'audit' && part !== 'chart') throw new Error(`BENCH_WITHOUT: ${part} is not audit or chart`);
 
 export async function writes(): Promise<void> {
   const prepared = await prepare(100, randomBytes(32).toString('hex'), seedWrites);

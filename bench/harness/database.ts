@@ -22,6 +22,17 @@ import { cleanupOnInterrupt } from './processes.js';
 /** The platform admin's password in every bench database. */
 export const ADMIN_PASSWORD = 'bench-password-1';
 
+/**
+ * A BEFORE INSERT trigger on `audit_log` that drops every record before it is
+ * stored, enabled as created (`ALTER TABLE audit_log DISABLE|ENABLE TRIGGER
+ * bench_audit_dropped` switches it): what the audit record costs a write is
+ * the difference (docs/benchmark.md).
+ */
+export async function addAuditDropTrigger(sql: Sql): Promise<void> {
+  await sql`CREATE FUNCTION bench_audit_dropped() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$`;
+  await sql`CREATE TRIGGER bench_audit_dropped BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION bench_audit_dropped()`;
+}
+
 export interface Prepared<W = undefined> {
   description: string;
   serviceEnv: Record<string, string>;

@@ -26,11 +26,12 @@ export interface WaitSampler {
 export function waitSampler(url: string): WaitSampler {
   const sql = postgres(url, { max: 1, onnotice: () => {} });
   const tallies = new Map<string, Tally>();
+  /** The database's transactions so far, committed and rolled back. */
+  const transactions = async () =>
+    Number((await sql<{ n: string }[]>`SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`)[0]!.n);
   return {
     async during(side, work) {
       const tally = tallies.get(side) ?? tallies.set(side, { samples: 0, counts: new Map(), transactions: 0, seconds: 0 }).get(side)!;
-      const transactions = async () =>
-        Number((await sql<{ n: string }[]>`SELECT xact_commit + xact_rollback AS n FROM pg_stat_database WHERE datname = current_database()`)[0]!.n);
       const before = await transactions();
       const started = performance.now();
       let running = true;
