@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { INSTALLED, readPatch, ROOT, variant, type Hunk } from './support/driver/variants.js';
+import { pgbouncerAvailable, startPgBouncer, type PgBouncer } from './support/pgbouncer.js';
 
 // postgres.js is pinned to 3.4.9 and patched at install (patches/, applied by
 // patch-package in npm's postinstall; docs/architecture.md#choices-we-made).
@@ -24,8 +25,8 @@ interface Run {
   stderr: string;
 }
 
-async function run(scenario: string, packageDir: string): Promise<Run> {
-  const child = spawn(process.execPath, [SCENARIOS, scenario, packageDir, serverUrl], { stdio: ['ignore', 'pipe', 'pipe'] });
+async function run(scenario: string, packageDir: string, url = serverUrl): Promise<Run> {
+  const child = spawn(process.execPath, [SCENARIOS, scenario, packageDir, url], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
@@ -51,8 +52,8 @@ function crashed(result: Run, error: string | RegExp): void {
 
 const NULL_SOCKET_WRITE = /TypeError: Cannot read properties of null \(reading 'write'\)\s+at Immediate\.nextWrite .*[\\/]src[\\/]connection\.js/;
 
-/** Per change: its scenario, whether it needs the PostgreSQL server, the healthy lines, and how it fails without the change. */
-const CHANGES: Record<string, { scenario: string; server: boolean; lines: string[]; without: (result: Run) => void }> = {
+/** Per change: its scenario, whether it needs the PostgreSQL server (and a PgBouncer in front of it: `pooler`), the healthy lines, and how it fails without the change. */
+const CHANGES: Record<string, { scenario: string; server: boolean; pooler?: boolean; lines: string[]; without: (result: Run) => void }> = {
   'write-after-close': {
     scenario: 'reserved-after-close',
     server: true,
@@ -88,6 +89,19 @@ const CHANGES: Record<string, { scenario: string; server: boolean; lines: string
     server: false,
     lines: ['first query: 57014', 'survived: yes', 'next query: 2', 'pool: ended'],
     without: (result) => crashed(result, /canceling statement due to statement timeout/),
+  },
+  'unnamed-types': {
+    scenario: 'unnamed-repeat',
+    server: true,
+    lines: ['writes per run: 1', 'same rows: yes', 'after the type change: "1"', 'pool: ended'],
+    without: (result) => expect(result.lines).toContain('writes per run: 2'),
+  },
+  'unnamed-pipeline': {
+    scenario: 'pipelined-behind-unnamed',
+    server: true,
+    pooler: true,
+    lines: ['first: answered', 'behind it: answered (0 rows)', 'pool: ended'],
+    without: (result) => expect(result.lines).toContain('behind it: no answer in 3 s'),
   },
   'queue-scan': {
     scenario: 'queue-scan',
@@ -143,13 +157,20 @@ describe('the postgres.js patch', () => {
     for (const hunk of hunks) expect(await readFile(join(INSTALLED, hunk.file), 'utf8')).toContain(hunk.patched);
   });
 
-  for (const [change, { scenario, server, lines, without: fails }] of Object.entries(CHANGES)) {
-    describe.skipIf(server && !serverUrl)(`${change} (${scenario})`, () => {
+  for (const [change, { scenario, server, pooler, lines, without: fails }] of Object.entries(CHANGES)) {
+    describe.skipIf((server && !serverUrl) || (pooler && !pgbouncerAvailable))(`${change} (${scenario})`, () => {
+      // A real PgBouncer in transaction mode in front of the server (tests/support/pgbouncer.ts).
+      let bouncer: PgBouncer | undefined;
+      const url = () => (bouncer ? bouncer.url(new URL(serverUrl).pathname.slice(1)) : serverUrl);
+      beforeAll(async () => {
+        if (pooler) bouncer = await startPgBouncer(serverUrl);
+      });
+      afterAll(async () => bouncer?.stop());
       it('the patched driver behaves', async () => {
-        behaves(await run(scenario, INSTALLED), lines);
+        behaves(await run(scenario, INSTALLED, url()), lines);
       });
       it('without this change the fault is back', async () => {
-        fails(await run(scenario, await without(change)));
+        fails(await run(scenario, await without(change), url()));
       });
     });
   }

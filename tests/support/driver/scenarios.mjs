@@ -161,6 +161,83 @@ const scenarios = {
   },
 
   /**
+   * unnamed-types: without named statements (prepare: false, as behind a transaction pooler) the same
+   * parameterised statement run again on one session. Unpatched, every run waited for the server to
+   * describe its parameters before sending the values: two writes per statement. Then a column's
+   * type changes under the kept types, and the statement still inserts (retried as a named one is).
+   */
+  async 'unnamed-repeat'() {
+    let writes = 0;
+    const sql = postgres(url, {
+      max: 1,
+      prepare: false,
+      onnotice: () => {},
+      socket: ({ host, port }) => {
+        const socket = connect(port[0], host[0]);
+        const write = socket.write.bind(socket);
+        socket.write = (...args) => (writes++, write(...args));
+        return socket;
+      },
+    });
+    // Values whose text depends on the type the server gives: a string as jsonb, an array, a date.
+    const run = () =>
+      sql`SELECT ${1}::int + ${2} AS n, ${'x'}::jsonb AS j, ${['a', 'b']}::text[] AS a, ${new Date(0)}::timestamptz AS d`.then((rows) =>
+        JSON.stringify(rows),
+      );
+    const first = await run();
+    writes = 0;
+    const again = [];
+    for (let i = 0; i < 5; i++) again.push(await run());
+    step('writes per run', writes / 5);
+    step('same rows', again.every((rows) => rows === first) ? 'yes' : `no: ${first} then ${again}`);
+    await sql`CREATE TEMP TABLE kept (c int)`;
+    const insert = () => sql`INSERT INTO kept VALUES (${'1'}) RETURNING c`.then((rows) => JSON.stringify(rows[0].c), codeOf);
+    await insert();
+    await sql`ALTER TABLE kept ALTER c TYPE jsonb USING to_jsonb(c)`;
+    step('after the type change', await insert());
+    await ending(sql);
+  },
+
+  /**
+   * unnamed-pipeline: through a PgBouncer in transaction mode (`url` is the pooler's), one
+   * connection without named statements is handed a statement that waits on its Describe while
+   * another statement runs. Unpatched, the second went behind the first (pipelined) as Parse,
+   * Describe and Flush, with no Sync of its own; the pooler gave the server away at the first's
+   * ReadyForQuery, and the second's answer, held up by a lock on its table, never came.
+   */
+  async 'pipelined-behind-unnamed'() {
+    const sql = postgres(url, { max: 1, prepare: false, onnotice: () => {} });
+    const locker = postgres(url, { max: 1, prepare: false, onnotice: () => {} });
+    const table = `pipelined_${process.pid}`;
+    await sql.unsafe(`CREATE TABLE ${table} (n int)`);
+    await sql`SELECT 1`; // the connection open and idle, so the next two go out together
+    let release;
+    const locked = new Promise((resolve) => {
+      locker
+        .begin(async (tx) => {
+          await tx.unsafe(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+          resolve();
+          await new Promise((r) => (release = r));
+        })
+        .catch(() => {});
+    });
+    await locked;
+    const first = sql`SELECT 1 AS one`.then(() => 'answered', codeOf);
+    // Its Parse waits for the lock, so its answer comes after the first's ReadyForQuery.
+    const behind = sql.unsafe(`SELECT count(*)::int AS n FROM ${table} WHERE n = $1`, [1]).then((rows) => `answered (${rows[0].n} rows)`, codeOf);
+    step('first', await first);
+    await sleep(200);
+    release();
+    step('behind it', await Promise.race([behind, sleep(3000).then(() => 'no answer in 3 s')]));
+    await locker.end({ timeout: 0 });
+    const direct = postgres(url, { max: 1, prepare: false, onnotice: () => {} });
+    await direct.unsafe(`DROP TABLE ${table}`);
+    await direct.end();
+    step('pool', 'ended');
+    process.exit(0);
+  },
+
+  /**
    * queue-scan: how many slots of its array one remove() searches, after a queue has been pushed
    * and shifted 10,000 times without ever emptying (as a busy pool's queue is under load).
    */
