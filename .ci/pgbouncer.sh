@@ -24,6 +24,10 @@ PG_PORT="${PG_PORT:-5432}"
 # POOL_SIZE: server connections per database; 3 for the suite (above), more for
 # the benchmark, whose 50 clients would otherwise measure the queue.
 POOL_SIZE="${POOL_SIZE:-3}"
+# MAX_PREPARED_STATEMENTS: set, PgBouncer (1.21 and later only) keeps the
+# clients' named prepared statements across its server connections, so the
+# service can run with DB_PREPARE=true behind it (docs/operations.md#behind-a-pooler).
+MAX_PREPARED_STATEMENTS="${MAX_PREPARED_STATEMENTS:-}"
 
 usage() {
   echo "usage: $0 start|stats|stop DIR" >&2
@@ -71,6 +75,7 @@ max_client_conn = 1000
 query_wait_timeout = 30
 logfile = $dir/pgbouncer.log
 EOF
+    [ -z "$MAX_PREPARED_STATEMENTS" ] || echo "max_prepared_statements = $MAX_PREPARED_STATEMENTS" >>"$dir/pgbouncer.ini"
     chmod a+r "$dir/pgbouncer.ini" "$dir/userlist.txt"
     : >"$dir/pgbouncer.log"
     [ "$(id -u)" -ne 0 ] || chown postgres "$dir/pgbouncer.log"

@@ -26,7 +26,16 @@ export function databaseRoute(serverUrl: string, name: string, poolerUrl?: strin
     url.pathname = `/${name}`;
     return url.toString();
   };
-  return poolerUrl ? { url: on(poolerUrl), directUrl: on(serverUrl), prepare: false } : { url: on(serverUrl), prepare: true };
+  return poolerUrl ? { url: on(poolerUrl), directUrl: on(serverUrl), prepare: poolerPrepare() } : { url: on(serverUrl), prepare: true };
+}
+
+/**
+ * DB_PREPARE through the pooler: false (PgBouncer 1.18 cannot keep named
+ * statements), or true with TEST_POOLER_PREPARE=true, for a PgBouncer 1.21 or
+ * later with max_prepared_statements set.
+ */
+export function poolerPrepare(): boolean {
+  return process.env.TEST_POOLER_PREPARE === 'true';
 }
 
 /** A Database whose connections can be opened once more, as a second process on the same database would. */

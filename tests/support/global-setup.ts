@@ -11,6 +11,7 @@ import { parseDatabaseUrl } from '../../src/db/url.js';
 import { buildDist } from './build.js';
 import { ADMIN_PASSWORD } from './constants.js';
 import { startContainerIfAvailable } from './container.js';
+import { poolerPrepare } from './fresh-postgres.js';
 import { recordedPoolIn } from './statement-log.js';
 import { checkTenantStatements } from './tenant-statements.js';
 
@@ -70,7 +71,7 @@ async function prepareDatabase(project: TestProject, teardown: (() => Promise<vo
     await poolerAnswers(poolerUrl);
     project.provide('poolerUrl', poolerUrl);
     project.provide('databaseKind', 'postgresql (DATABASE_URL) through a pooler (TEST_POOLER_URL)');
-    console.log('[tests] database: PostgreSQL from DATABASE_URL; the apps go through the pooler at TEST_POOLER_URL, DB_PREPARE=false');
+    console.log(`[tests] database: PostgreSQL from DATABASE_URL; the apps go through the pooler at TEST_POOLER_URL, DB_PREPARE=${poolerPrepare()}`);
   } else if (url) {
     project.provide('databaseKind', 'postgresql (DATABASE_URL)');
     console.log('[tests] database: PostgreSQL from DATABASE_URL');
