@@ -20,7 +20,7 @@ export interface Config {
   databaseUrl: string | undefined;
   /** The server itself or a session pool, for LISTEN and migrations, when DATABASE_URL is a transaction pooler. */
   databaseDirectUrl: string | undefined;
-  /** Named prepared statements; false behind a transaction pooler that cannot keep them (PgBouncer 1.18). */
+  /** Named prepared statements; false behind a transaction pooler that cannot keep them (PgBouncer before 1.21, or without max_prepared_statements). */
   dbPrepare: boolean;
   dataDir: string;
   adminPassword: string | undefined;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { INSTALLED, readPatch, ROOT, variant, type Hunk } from './support/driver/variants.js';
-import { pgbouncerAvailable, startPgBouncer, type PgBouncer } from './support/pgbouncer.js';
+import { pgbouncerAvailable, pgbouncerVersion, startPgBouncer, type PgBouncer } from './support/pgbouncer.js';
 
 // postgres.js is pinned to 3.4.9 and patched at install (patches/, applied by
 // patch-package in npm's postinstall; docs/architecture.md#choices-we-made).
@@ -169,7 +169,10 @@ describe('the postgres.js patch', () => {
       it('the patched driver behaves', async () => {
         behaves(await run(scenario, INSTALLED, url()), lines);
       });
-      it('without this change the fault is back', async () => {
+      // The pooler's side of the fault is PgBouncer's before 1.21, which released a server at a
+      // ReadyForQuery with a Describe still unanswered; 1.21 tracks each request (Debian 12 has 1.18).
+      const [major = 0, minor = 0] = (pooler && pgbouncerVersion()) || [];
+      it.skipIf(pooler && (major > 1 || minor >= 21))('without this change the fault is back', async () => {
         fails(await run(scenario, await without(change), url()));
       });
     });

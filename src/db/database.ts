@@ -63,7 +63,7 @@ function connect(url: string | undefined, options: postgres.Options<typeof types
 export interface PostgresOptions {
   /** Pool size (10). */
   max?: number;
-  /** Named prepared statements (DB_PREPARE, default true); a transaction pooler such as PgBouncer 1.18 needs false. */
+  /** Named prepared statements (DB_PREPARE, default true); a transaction pooler that cannot keep them (PgBouncer before 1.21) needs false. */
   prepare?: boolean;
   /** DATABASE_DIRECT_URL: the server itself or a session pool, for LISTEN and the migrations. */
   directUrl?: string;

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
@@ -15,6 +15,13 @@ import postgres from 'postgres';
 /** The Debian package's binary, or PGBOUNCER. */
 export const PGBOUNCER_BINARY = process.env.PGBOUNCER || '/usr/sbin/pgbouncer';
 export const pgbouncerAvailable = existsSync(PGBOUNCER_BINARY);
+
+/** Its version as [major, minor] (`pgbouncer --version`), or undefined without the binary. */
+export function pgbouncerVersion(): [number, number] | undefined {
+  if (!pgbouncerAvailable) return undefined;
+  const match = /PgBouncer (\d+)\.(\d+)/.exec(execFileSync(PGBOUNCER_BINARY, ['--version'], { encoding: 'utf8' }));
+  return match ? [Number(match[1]), Number(match[2])] : undefined;
+}
 
 export interface PgBouncer {
   port: number;
