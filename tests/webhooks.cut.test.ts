@@ -87,8 +87,10 @@ describe.skipIf(!inject('databaseUrl'))('a run whose acknowledgement write is cu
     const positions = firstArrivals().map((id) => Number(id.replace('audit_', '')));
     expect(positions).toEqual([...positions].sort((a, b) => a - b));
     const repeated = ids().filter((id, i) => ids().indexOf(id) !== i);
-    // The first (its write cut) and the second (sent while that write failed) are sent again; nothing after them.
-    expect(repeated).toHaveLength(2);
+    // The first (its write cut) is sent again, and the second too when it was sent while that write failed
+    // (on a slow machine the run may not have reached it yet); nothing after them, and in feed order.
+    expect(repeated.length).toBeGreaterThanOrEqual(1);
+    expect(repeated.length).toBeLessThanOrEqual(2);
     expect(repeated).toEqual(firstArrivals().slice(0, repeated.length));
 
     // The cursor reaches the last record, written by the run that resumed.
