@@ -14,6 +14,9 @@
 // BENCH_SCALE_LOAD_ROUNDS (2) interleaved rounds: mean latency and
 // throughput per database, and the ratio of the means.
 // BENCH_SHORT=1: 200 tenants x 50 departments and 20,000 records, few rounds.
+// BENCH_SCALE_REUSE=<scale>,<near-empty>: the two databases a run kept, read
+// again without seeding (and kept); BENCH_SCALE_ONLY=<text>: only the reads
+// whose label holds it.
 
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
@@ -22,7 +25,7 @@ import { anyFreePort, cleanupOnInterrupt, startService, stopAll, waitReady } fro
 import { cannon } from './harness/rounds.js';
 import { inTurn, summary } from './harness/stats.js';
 import { readsOf } from './scale/reads.js';
-import { AUDIT, createDatabase, DEPTS, TENANTS } from './scale/seed.js';
+import { AUDIT, createDatabase, DEPTS, keptDatabase, TENANTS } from './scale/seed.js';
 
 const SHORT = process.env.BENCH_SHORT === '1';
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (SHORT ? 2 : 6));
@@ -30,6 +33,8 @@ const PER_ROUND = Number(process.env.BENCH_REQUESTS ?? (SHORT ? 5 : 20));
 const LOAD_CONNECTIONS = Number(process.env.BENCH_SCALE_CONNECTIONS ?? (SHORT ? 5 : 20));
 const LOAD_SECONDS = Number(process.env.BENCH_SCALE_SECONDS ?? (SHORT ? 1 : 5));
 const LOAD_ROUNDS = Number(process.env.BENCH_SCALE_LOAD_ROUNDS ?? (SHORT ? 1 : 2));
+const REUSE = process.env.BENCH_SCALE_REUSE?.split(',');
+const ONLY = process.env.BENCH_SCALE_ONLY;
 
 export async function scale(): Promise<void> {
   const base = process.env.DATABASE_URL;
@@ -40,13 +45,13 @@ export async function scale(): Promise<void> {
   const admin = postgres(base, { max: 1, onnotice: () => {} });
   const made: string[] = [];
   const drop = async () => {
-    if (process.env.BENCH_SCALE_KEEP === '1') console.log(`kept: ${made.join(', ')}`);
+    if (process.env.BENCH_SCALE_KEEP === '1' || REUSE) console.log(`kept: ${made.join(', ') || REUSE!.join(', ')}`);
     else for (const name of made.splice(0)) await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   };
   cleanupOnInterrupt(drop);
   try {
-    const empty = await createDatabase(admin, base, 'empty', false, made);
-    const big = await createDatabase(admin, base, 'scale', true, made);
+    const empty = REUSE ? await keptDatabase(base, 'empty', REUSE[1]!) : await createDatabase(admin, base, 'empty', false, made);
+    const big = REUSE ? await keptDatabase(base, 'scale', REUSE[0]!) : await createDatabase(admin, base, 'scale', true, made);
     const jwt = randomBytes(32).toString('hex');
     const targets = { scale: { port: await anyFreePort(), db: big }, empty: { port: await anyFreePort(), db: empty } };
     const scaleProc = startService('scale', [], targets.scale.port, { DATABASE_URL: big.url, JWT_SECRET: jwt });
@@ -55,7 +60,7 @@ export async function scale(): Promise<void> {
       JWT_SECRET: jwt,
     });
     await Promise.all([waitReady(scaleProc, '/readyz'), waitReady(emptyProc, '/readyz')]);
-    const reads = await readsOf(targets);
+    const reads = (await readsOf(targets)).filter((read) => ONLY === undefined || read.label.includes(ONLY));
 
     console.log(`${'read'.padEnd(44)} ${'scale mean / p50 / p99 ms'.padEnd(28)} ${'near-empty mean / p50 / p99 ms'.padEnd(31)} ratio (mean, p50)`);
     for (const read of reads) {

@@ -128,9 +128,8 @@ export async function createDatabase(admin: postgres.Sql, base: string, label: s
   const name = `bench_scale_${label}_${randomBytes(4).toString('hex')}`;
   await admin.unsafe(`CREATE DATABASE ${name}`);
   made.push(name);
-  const url = new URL(base);
-  url.pathname = `/${name}`;
-  const db = openPostgres(url.toString(), { max: 2 });
+  const url = urlOf(base, name);
+  const db = openPostgres(url, { max: 2 });
   // Seeding statements run for minutes; the service's 5 s deadline is for requests.
   db.deadline.ms = 0;
   try {
@@ -147,14 +146,34 @@ export async function createDatabase(admin: postgres.Sql, base: string, label: s
     // over the next 42 s, the whole of the reads (docs/benchmark.md). Needs superuser or pg_checkpoint; without, the
     // reads go ahead.
     await db.sql.unsafe('CHECKPOINT').catch((err: Error) => console.log(`${label}: no CHECKPOINT (${err.message})`));
-    const [counts] = await db.sql<{ tenants: number; depts: number; records: number }[]>`
-      SELECT (SELECT count(*) FROM sys_tenant WHERE del_flag = '0')::int AS tenants, (SELECT count(*) FROM sys_dept)::int AS depts,
-        (SELECT count(*) FROM audit_log WHERE position IS NOT NULL)::int AS records`;
-    console.log(
-      `${label}: ${name}, ${counts!.tenants} tenants, ${counts!.depts} departments, ${counts!.records} audit records, seeded in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
-    );
-    return { name, url: url.toString(), tenants: counts!.tenants, records: counts!.records };
+    return await described(db.sql, label, name, url, `seeded in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   } finally {
     await db.close();
   }
+}
+
+/** A database an earlier run kept (BENCH_SCALE_KEEP=1), read again as it is: its seeding takes minutes. */
+export async function keptDatabase(base: string, label: string, name: string): Promise<Seeded> {
+  if (!/^bench_scale_[a-z]+_[0-9a-f]{8}$/.test(name)) throw new Error(`not a kept bench database: ${name}`);
+  const url = urlOf(base, name);
+  const db = openPostgres(url, { max: 1 });
+  try {
+    return await described(db.sql, label, name, url, 'kept from an earlier run');
+  } finally {
+    await db.close();
+  }
+}
+
+function urlOf(base: string, name: string): string {
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function described(sql: Sql, label: string, name: string, url: string, how: string): Promise<Seeded> {
+  const [counts] = await sql<{ tenants: number; depts: number; records: number }[]>`
+    SELECT (SELECT count(*) FROM sys_tenant WHERE del_flag = '0')::int AS tenants, (SELECT count(*) FROM sys_dept)::int AS depts,
+      (SELECT count(*) FROM audit_log WHERE position IS NOT NULL)::int AS records`;
+  console.log(`${label}: ${name}, ${counts!.tenants} tenants, ${counts!.depts} departments, ${counts!.records} audit records, ${how}`);
+  return { name, url, tenants: counts!.tenants, records: counts!.records };
 }
