@@ -160,22 +160,30 @@ describe('serialisation', () => {
   });
 });
 
+/**
+ * A tenant whose tree and list are over 1 MiB, written directly (as another program might): three more
+ * roots, 60 divisions under each root, 25 teams under each division, order numbers that tie and repeat,
+ * so ids break the ties.
+ */
+async function bigTenant() {
+  const big = await createTenantWithAdmin(t);
+  await t.sql`
+    INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, order_num, create_by)
+    SELECT ${big.tenantId}, 0, '0', 'Root ' || g, (g * 7) % 3, 'test' FROM generate_series(1, 3) g`;
+  await t.sql`
+    INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, order_num, leader, create_by)
+    SELECT ${big.tenantId}, r.dept_id, '0,' || r.dept_id, 'Division ' || g || ' ✓', (g * 37) % 11, CASE WHEN g % 2 = 0 THEN 'L"' || g END, 'test'
+    FROM sys_dept r, generate_series(1, 60) g WHERE r.tenant_id = ${big.tenantId} AND r.parent_id = 0`;
+  await t.sql`
+    INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, order_num, create_by)
+    SELECT ${big.tenantId}, d.dept_id, d.ancestors || ',' || d.dept_id, 'Team ' || g, g % 4, 'test'
+    FROM sys_dept d, generate_series(1, 25) g WHERE d.tenant_id = ${big.tenantId} AND d.parent_id <> 0`;
+  return big;
+}
+
 describe('a chart of over 1 MiB', () => {
   it('is streamed in chunks with its length, nested and ordered exactly as listDepts and toTree say', async () => {
-    const big = await createTenantWithAdmin(t);
-    // Written directly (as another program might): three more roots, 60 divisions under each root, 25 teams
-    // under each division, order numbers that tie and repeat, so ids break the ties.
-    await t.sql`
-      INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, order_num, create_by)
-      SELECT ${big.tenantId}, 0, '0', 'Root ' || g, (g * 7) % 3, 'test' FROM generate_series(1, 3) g`;
-    await t.sql`
-      INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, order_num, leader, create_by)
-      SELECT ${big.tenantId}, r.dept_id, '0,' || r.dept_id, 'Division ' || g || ' ✓', (g * 37) % 11, CASE WHEN g % 2 = 0 THEN 'L"' || g END, 'test'
-      FROM sys_dept r, generate_series(1, 60) g WHERE r.tenant_id = ${big.tenantId} AND r.parent_id = 0`;
-    await t.sql`
-      INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, order_num, create_by)
-      SELECT ${big.tenantId}, d.dept_id, d.ancestors || ',' || d.dept_id, 'Team ' || g, g % 4, 'test'
-      FROM sys_dept d, generate_series(1, 25) g WHERE d.tenant_id = ${big.tenantId} AND d.parent_id <> 0`;
+    const big = await bigTenant();
     const rows = await listDepts(t.appSql, big.tenantId, {});
     expect(rows.length).toBeGreaterThan(6_000);
     const read = (url: string) => t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${big.admin.token}` } });
@@ -190,6 +198,33 @@ describe('a chart of over 1 MiB', () => {
     expect(list.body).toBe(envelope(rows.map(ordered)));
     // Served again from the cache, chunk by chunk, the same bytes.
     expect((await read('/system/dept-api/tree')).body).toBe(tree.body);
+  });
+
+  it('is written again by later builds only once no request still reads it', async () => {
+    const big = await bigTenant();
+    const cache = new ChartCache(64 * 2 ** 20);
+    const version = () => chartVersion(t.appSql, big.tenantId);
+    const rename = (name: string) =>
+      t.sql`UPDATE sys_dept SET dept_name = ${name} || ' ' || dept_id WHERE tenant_id = ${big.tenantId} AND parent_id = 0`;
+    const held = await cache.get(t.appSql, big.tenantId, await version(), 'tree', {});
+    expect(held.body.length).toBeGreaterThan(1);
+    const sent = Buffer.concat(held.body);
+    // Two newer versions built while the first is still being sent: its chunks are not among those written.
+    for (const name of ['Renamed 1', 'Renamed 2']) {
+      await rename(name);
+      const next = await cache.get(t.appSql, big.tenantId, await version(), 'tree', {});
+      expect(Buffer.concat(next.body).toString()).toContain(`"deptName":"${name} `);
+      expect(Buffer.concat(held.body).equals(sent)).toBe(true);
+      next.release();
+    }
+    // Sent: the next build writes into its chunks (the held body now shows other bytes), and its answer is whole.
+    held.release();
+    held.release(); // a second call changes nothing
+    await rename('Renamed 3');
+    const after = await cache.get(t.appSql, big.tenantId, await version(), 'tree', {});
+    expect(Buffer.concat(held.body).equals(sent)).toBe(false);
+    const rows = await listDepts(t.appSql, big.tenantId, {});
+    expect(Buffer.concat(after.body).toString()).toBe(envelope(toTree(rows).map(ordered)));
   });
 });
 

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Db, Sql } from '../db/database.js';
 import { listFilter } from './dept.sql.js';
 import { dbText, DB_TEXT_COLUMNS, PLAIN_COLUMNS, type DbTextRow, type PlainRow } from './dept.json.js';
-import { ChunkWriter, TreeRows } from './dept.chart.bytes.js';
+import { ChunkWriter, TreeRows, type ChunkPool } from './dept.chart.bytes.js';
 import type { DeptListQuery } from './dept.schema.js';
 import { transaction } from '../db/retry.js';
 
@@ -25,6 +25,8 @@ export interface Chart {
   /** The whole response body, envelope included, in chunks of up to 1 MiB (one for most charts). */
   body: Buffer[];
   bytes: number;
+  /** Says the body is sent (or will not be): called once, after which its chunks may be written again (ChartCache). */
+  release(): void;
 }
 
 /**
@@ -85,12 +87,13 @@ export async function buildChart(
   tenantId: string,
   kind: ChartKind,
   query: DeptListQuery,
+  pool?: ChunkPool,
 ): Promise<{ version: string; body: Buffer[]; bytes: number }> {
   return transaction(
     sql,
     async (tx) => {
       const version = await chartVersion(tx, tenantId);
-      const out = new ChunkWriter();
+      const out = new ChunkWriter(pool);
       out.write(ENVELOPE_HEAD);
       if (kind === 'list') {
         let first = true;
@@ -101,7 +104,7 @@ export async function buildChart(
           }
         });
       } else {
-        const rows = new TreeRows();
+        const rows = new TreeRows(pool);
         await treeRows(tx, tenantId).cursor(BATCH, (batch) => {
           for (const r of batch) rows.add(r);
         });

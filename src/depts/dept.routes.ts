@@ -36,6 +36,8 @@ export const deptRoutes = routesPlugin<{ sql: Sql; chartCacheBytes: number; char
       const etag = chartEtag(tenantId, version, kind, query);
       if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).header('etag', etag).send();
       const found = await charts.get(sql, tenantId, version, kind, query);
+      // Its chunks may be written again once this response is done with them: sent, or its connection gone.
+      reply.raw.once('close', found.release);
       reply.header('etag', found.etag).header('content-type', 'application/json; charset=utf-8');
       // A chart of over 1 MiB is sent chunk by chunk from the cache, never joined into one more copy.
       if (found.body.length === 1) return reply.send(found.body[0]);
