@@ -17,7 +17,7 @@ export const CHUNK_BYTES = 1 << 20;
  * replace, and a tree's scratch slabs, are handed back here and written
  * again, where they were left for V8's next full collection and each build
  * took new memory meanwhile: the process grew by about the charts' size per
- * write (docs/benchmark.md#memory). Holds at most `maxFree` chunks; the rest
+ * write (docs/benchmark.md#memory-on-postgresql). Holds at most `maxFree` chunks; the rest
  * are left to the collector. A chunk must be given back only once nothing
  * reads it any more (ChartCache counts a chart's readers).
  */

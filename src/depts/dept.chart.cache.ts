@@ -49,7 +49,7 @@ export class ChartCache {
     private readonly counts: CacheCounts = cacheCounts(),
     // Free chunks up to the budget: a tree's build needs about its size again while it orders the rows, and the
     // charts a write replaces are each up to the budget; fewer, and each round of writes left some to the collector
-    // and took new ones (docs/benchmark.md#memory).
+    // and took new ones (docs/benchmark.md#memory-on-postgresql).
     readonly pool: ChunkPool = new ChunkPool(Math.ceil(maxBytes / CHUNK_BYTES)),
   ) {}
 
