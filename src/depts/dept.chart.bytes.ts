@@ -39,10 +39,6 @@ export class ChunkPool {
       if (chunk.byteOffset === 0 && chunk.buffer.byteLength === CHUNK_BYTES) this.free.push(Buffer.from(chunk.buffer, 0, CHUNK_BYTES));
     }
   }
-
-  get size(): number {
-    return this.free.length;
-  }
 }
 
 /** For a build with no pool: every chunk new, none kept. */
@@ -184,43 +180,31 @@ export class TreeRows {
     const runOf = (parent: number) => firstNotBelow(count, (i) => parents[listed[i]!]! < parent);
     // The roots, in list order: the rows of every parent that is not live, parents ascending.
     const roots = listed.filter((row) => !isLive(parents[row]!));
-    // Per open node: its children (rows of `listed` from `next` while their parent is `parent`), or the roots.
+    // Per open node: its children, the rows of `listed` from `next` while their parent is `parent`.
     const open: { parent: number; next: number; first: boolean }[] = [];
-    for (const [k, row] of roots.entries()) {
-      if (k > 0) out.writeBytes(COMMA);
-      this.writeNode(out, row, open, runOf, listed);
-    }
-    // The slabs were never sent: written out, they are free for the next build.
-    this.pool.give(this.slabs);
-    this.slabs = [];
-    this.slab = Buffer.allocUnsafeSlow(0);
-  }
-
-  /** One node and its subtree, depth first with an explicit stack. */
-  private writeNode(
-    out: ChunkWriter,
-    top: number,
-    open: { parent: number; next: number; first: boolean }[],
-    runOf: (parent: number) => number,
-    listed: Uint32Array,
-  ): void {
-    const { ids, parents, count } = this;
     const enter = (row: number) => {
       out.writeBytes(this.bytesOf(row));
       out.writeBytes(CHILDREN_OPEN);
       open.push({ parent: ids[row]!, next: runOf(ids[row]!), first: true });
     };
-    enter(top);
-    while (open.length > 0) {
-      const level = open[open.length - 1]!;
-      if (level.next >= count || parents[listed[level.next]!] !== level.parent) {
-        open.pop();
-        out.writeBytes(CLOSE_NODE);
-        continue;
+    for (const [k, root] of roots.entries()) {
+      if (k > 0) out.writeBytes(COMMA);
+      enter(root);
+      while (open.length > 0) {
+        const level = open[open.length - 1]!;
+        if (level.next >= count || parents[listed[level.next]!] !== level.parent) {
+          open.pop();
+          out.writeBytes(CLOSE_NODE);
+          continue;
+        }
+        if (!level.first) out.writeBytes(COMMA);
+        level.first = false;
+        enter(listed[level.next++]!);
       }
-      if (!level.first) out.writeBytes(COMMA);
-      level.first = false;
-      enter(listed[level.next++]!);
     }
+    // The slabs were never sent: written out, they are free for the next build.
+    this.pool.give(this.slabs);
+    this.slabs = [];
+    this.slab = Buffer.allocUnsafeSlow(0);
   }
 }

@@ -50,7 +50,7 @@ export class ChartCache {
     // Free chunks up to the budget: a tree's build needs about its size again while it orders the rows, and the
     // charts a write replaces are each up to the budget; fewer, and each round of writes left some to the collector
     // and took new ones (docs/benchmark.md#memory-on-postgresql).
-    readonly pool: ChunkPool = new ChunkPool(Math.ceil(maxBytes / CHUNK_BYTES)),
+    private readonly pool: ChunkPool = new ChunkPool(Math.ceil(maxBytes / CHUNK_BYTES)),
   ) {}
 
   async get(sql: Sql, tenantId: string, version: string, kind: ChartKind, query: DeptListQuery): Promise<Chart> {
@@ -72,7 +72,7 @@ export class ChartCache {
       const previous = this.current.get(chart);
       if (previous !== undefined) this.drop(previous);
       pending = { waiting: 0 };
-      pending.done = this.build(sql, key, pending, { tenantId, kind, query });
+      pending.done = this.build(sql, chart, key, pending, { tenantId, kind, query });
       this.building.set(key, pending);
     }
     pending.waiting++;
@@ -86,11 +86,10 @@ export class ChartCache {
    * waiting for it. The build is forgotten in the same turn, so no request
    * can join it after that count.
    */
-  private async build(sql: Sql, key: string, pending: Building, of: { tenantId: string; kind: ChartKind; query: DeptListQuery }) {
+  private async build(sql: Sql, chart: string, key: string, pending: Building, of: { tenantId: string; kind: ChartKind; query: DeptListQuery }) {
     try {
       const built = await buildChart(sql, of.tenantId, of.kind, of.query, this.pool);
       const entry = { body: built.body, bytes: built.bytes, readers: pending.waiting, dropped: false, version: built.version };
-      const chart = key.slice(0, key.lastIndexOf('\0'));
       this.put(chart, `${chart}\0${built.version}`, entry);
       return entry;
     } finally {
