@@ -32,6 +32,7 @@ import { metricsPlugin } from './metrics/metrics.plugin.js';
 import { webhookPlugin, type WebhookOptions } from './webhooks/webhook.plugin.js';
 import { apiKeyRoutes } from './apikeys/apikey.routes.js';
 import { apiKeyIsLive } from './apikeys/apikey.sql.js';
+import { decorateRequestDatabase } from './http/request.database.js';
 import { scimPlugin } from './scim/scim.plugin.js';
 import { ProviderClients } from './sso/sso.client.js';
 import { ssoRoutes } from './sso/sso.routes.js';
@@ -58,7 +59,7 @@ export interface AppOptions {
   sessionCacheMs?: number;
   /** Webhook worker internals (poll and maintenance intervals, concurrency); tests shorten them. */
   webhooks?: WebhookOptions;
-  /** OpenTelemetry's request spans (src/traces/traces.sdk.ts), registered first; absent with tracing off. */
+  /** OpenTelemetry's request spans (src/traces/traces.sdk.ts), registered first, giving a sampled request an `sql` that records its statements; absent with tracing off. */
   tracing?: (app: FastifyInstance) => Promise<void>;
 }
 
@@ -115,6 +116,7 @@ export async function buildApp({
     // Requests arriving during shutdown get our 503 envelope from lifecycle.ts instead of Fastify's own body.
     return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>();
+  decorateRequestDatabase(app, sql);
   // Before every other hook, so the request's span is open while they run.
   if (tracing) await app.register(tracing);
 
@@ -137,27 +139,25 @@ export async function buildApp({
   await app.register(metricsPlugin, { exchanges, ...caches });
 
   const secret = config.jwtSecret ?? (await sharedJwtSecret(sql, randomBytes(48).toString('base64url')));
-  await app.register(authPlugin, { sql, secret, tokenTtl: config.tokenTtl, sessionCacheMs, sessionCacheCounts: caches.sessionCache });
+  await app.register(authPlugin, { secret, tokenTtl: config.tokenTtl, sessionCacheMs, sessionCacheCounts: caches.sessionCache });
 
   await app.register(healthRoutes, { sql });
-  await app.register(authRoutes, { sql, tokenTtl: config.tokenTtl });
+  await app.register(authRoutes, { tokenTtl: config.tokenTtl });
   await app.register(deptRoutes, {
-    sql,
     prefix: '/system/dept-api',
     chartCacheBytes: (config.chartCacheMb ?? DEFAULT_CHART_CACHE_MB) * 2 ** 20,
     chartCacheCounts: caches.chartCache,
   });
-  await app.register(userRoutes, { sql, prefix: '/system/user-api' });
-  await app.register(tenantRoutes, { sql, prefix: '/system/tenant-api' });
-  await app.register(apiKeyRoutes, { sql, prefix: '/system/apikey-api' });
-  await app.register(packageRoutes, { sql, prefix: '/system/package-api' });
+  await app.register(userRoutes, { prefix: '/system/user-api' });
+  await app.register(tenantRoutes, { prefix: '/system/tenant-api' });
+  await app.register(apiKeyRoutes, { prefix: '/system/apikey-api' });
+  await app.register(packageRoutes, { prefix: '/system/package-api' });
   await app.register(quotaPlugin, { sql });
-  await app.register(scimPlugin, { sql, prefix: '/scim/v2', publicUrl: config.publicUrl });
+  await app.register(scimPlugin, { prefix: '/scim/v2', publicUrl: config.publicUrl });
   // Calls to identity providers follow the address rule of every outbound call (config.outbound).
   const outboundRule = { allowed: config.outbound?.allowed };
-  await app.register(ssoRoutes, { sql, rule: outboundRule, publicUrl: config.publicUrl, prefix: '/system/sso-api' });
+  await app.register(ssoRoutes, { rule: outboundRule, publicUrl: config.publicUrl, prefix: '/system/sso-api' });
   await app.register(ssoSignInRoutes, {
-    sql,
     clients: new ProviderClients(outboundRule),
     publicUrl: config.publicUrl,
     tokenTtl: config.tokenTtl,

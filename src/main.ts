@@ -86,8 +86,13 @@ async function main(): Promise<void> {
     process.stdout.write(`\nGenerated password of user "admin" in tenant 000000 (shown once): ${generatedPassword}\n\n`);
   }
 
-  const sql = tracing ? tracing.withSpans(db.sql, sqlTarget(config)) : db.sql;
-  const app = await buildApp({ sql, directSql: db.direct, exchanges: db.exchanges, config, tracing: tracing?.plugin });
+  const app = await buildApp({
+    sql: db.sql,
+    directSql: db.direct,
+    exchanges: db.exchanges,
+    config,
+    tracing: tracing?.plugin(db.sql, sqlTarget(config)),
+  });
   app.log.info({ database: db.description, migrations: applied }, 'database ready');
   // Before the API's port: a management port that is taken stops the start with nothing listening.
   const management = config.managementPort ? await listenManagement(app, { port: config.managementPort, host: config.managementHost }) : undefined;

@@ -157,6 +157,57 @@ describe.each([
   });
 });
 
+describe('requests at once', () => {
+  it("each sampled request's statements are under its own span and nobody else's; one its caller did not sample records none", async () => {
+    receiver.requests.length = 0;
+    const service = await startService({ ...db.env, ADMIN_PASSWORD: PASSWORD, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.base });
+    const sampled: { traceId: string; create: boolean }[] = [];
+    const unsampled: string[] = [];
+    try {
+      const token = await loginAt(service.base, '000000', 'admin', PASSWORD);
+      const headers = (traceparentHeader: string) => ({
+        authorization: `Bearer ${token}`,
+        traceparent: traceparentHeader,
+        'content-type': 'application/json',
+      });
+      // Reads, creates (a transaction each) and reads whose caller did not sample, interleaved and all in flight together.
+      const answers = await Promise.all(
+        Array.from({ length: 36 }, (_, i) => {
+          const incoming = traceparent();
+          if (i % 3 === 2) {
+            unsampled.push(incoming.traceId);
+            return fetch(`${service.base}/system/dept-api/100`, { headers: headers(incoming.header.replace(/-01$/, '-00')) });
+          }
+          const create = i % 3 === 1;
+          sampled.push({ traceId: incoming.traceId, create });
+          return create
+            ? fetch(`${service.base}/system/dept-api`, {
+                method: 'POST',
+                headers: headers(incoming.header),
+                body: JSON.stringify({ parentId: 100, deptName: `At once ${i}`, orderNum: i }),
+              })
+            : fetch(`${service.base}/system/dept-api/100`, { headers: headers(incoming.header) });
+        }),
+      );
+      for (const answer of answers) expect(answer.status).toBe(200);
+      expect((await service.stop()).code).toBe(0);
+    } finally {
+      if (service.child.exitCode === null) service.child.kill('SIGKILL');
+    }
+    const spans = receiver.spans();
+    for (const { traceId, create } of sampled) {
+      const inTrace = spans.filter((s) => s.traceId === traceId);
+      const servers = inTrace.filter((s) => s.kind === SERVER);
+      expect(servers).toHaveLength(1);
+      const statements = inTrace.filter((s) => s.kind === CLIENT);
+      expect(statements.length).toBeGreaterThan(0);
+      for (const s of statements) expect(s.parentSpanId).toBe(servers[0]!.spanId);
+      expect(statements.some((s) => /\bINSERT INTO sys_dept\b/.test(String(attr(s, 'db.query.text'))))).toBe(create);
+    }
+    for (const traceId of unsampled) expect(spans.filter((s) => s.traceId === traceId)).toEqual([]);
+  });
+});
+
 describe('a failure', () => {
   // The service's database is altered from outside while it runs: PostgreSQL only (the embedded one lives inside the service).
   it.skipIf(inject('databaseUrl') === '')('is an error span: the statement with its SQLSTATE and no message, the request on its 5xx', async () => {

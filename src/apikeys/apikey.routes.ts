@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox';
-import type { Sql } from '../db/database.js';
 import { transaction } from '../db/retry.js';
 import { assert } from '../core/app.error.js';
 import { IdParam, RefTo } from '../core/common.schema.js';
@@ -14,7 +13,7 @@ import { routesPlugin } from '../http/routes.plugin.js';
 const tags = ['api keys'];
 
 /** /system/apikey-api: the caller's tenant's API keys (docs/security.md#api-keys). Admins only. */
-export const apiKeyRoutes = routesPlugin<{ sql: Sql }>('apikey-routes', async (app, { sql }) => {
+export const apiKeyRoutes = routesPlugin('apikey-routes', async (app) => {
   for (const schema of [ApiKey, ApiKeyCreate, ApiKeyCreated]) app.addSchema(schema);
   const keyId = (raw: string) => parseId(raw, 'API key');
 
@@ -35,7 +34,7 @@ export const apiKeyRoutes = routesPlugin<{ sql: Sql }>('apikey-routes', async (a
       // A key's role is never above its creator's: the body may name only admin or user, and only admins reach this route.
       const actor = requestActor(request);
       const { key, hash } = newApiKey(actor.tenantId);
-      const created = await transaction(sql, (tx) => createApiKey(tx, actor, request.body, hash));
+      const created = await transaction(request.sql, (tx) => createApiKey(tx, actor, request.body, hash));
       reply.header('location', `/system/apikey-api/${created.id}`);
       return { ...created, key };
     },
@@ -53,7 +52,7 @@ export const apiKeyRoutes = routesPlugin<{ sql: Sql }>('apikey-routes', async (a
         response: responses(ApiKeyPage, [400, ...AUTHED]),
       },
     },
-    async (request) => listApiKeys(sql, request.caller.tenantId, request.query),
+    async (request) => listApiKeys(request.sql, request.caller.tenantId, request.query),
   );
 
   app.get(
@@ -70,7 +69,7 @@ export const apiKeyRoutes = routesPlugin<{ sql: Sql }>('apikey-routes', async (a
     },
     async (request) => {
       const id = keyId(request.params.id);
-      const key = await getApiKey(sql, request.caller.tenantId, id);
+      const key = await getApiKey(request.sql, request.caller.tenantId, id);
       assert(key, 404, `API key ${id} not found`);
       return key;
     },
@@ -90,7 +89,7 @@ export const apiKeyRoutes = routesPlugin<{ sql: Sql }>('apikey-routes', async (a
       },
     },
     async (request) => {
-      await transaction(sql, (tx) => revokeApiKey(tx, requestActor(request), keyId(request.params.id)));
+      await transaction(request.sql, (tx) => revokeApiKey(tx, requestActor(request), keyId(request.params.id)));
       return null;
     },
   );

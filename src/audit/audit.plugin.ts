@@ -75,7 +75,7 @@ export const auditPlugin = fp(
       await feed.close();
     });
 
-    await app.register(auditRoutes, { sql, feed, streams, prefix: '/system/audit-api' });
+    await app.register(auditRoutes, { feed, streams, prefix: '/system/audit-api' });
   },
   // Its gauges go to the metrics' registry; its routes need what every resource's do.
   { name: 'audit', dependencies: ['@fastify/swagger', 'metrics', 'auth'] },

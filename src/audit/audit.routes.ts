@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox';
-import type { Sql } from '../db/database.js';
 import { assert } from '../core/app.error.js';
 import { responses } from '../http/envelope.schema.js';
 import type { AuditFeed } from './audit.feed.js';
@@ -19,7 +18,7 @@ const tags = ['audit'];
 const AUDIT_ERRORS = [400, 401, 403] as const;
 
 /** /system/audit-api: the audit trail, its cursor feed and its live stream. Admins only. */
-export const auditRoutes = routesPlugin<{ sql: Sql; feed: AuditFeed; streams: AuditStreams }>('audit-routes', async (app, { sql, feed, streams }) => {
+export const auditRoutes = routesPlugin<{ feed: AuditFeed; streams: AuditStreams }>('audit-routes', async (app, { feed, streams }) => {
   app.addSchema(AuditRecord);
 
   app.get(
@@ -36,7 +35,7 @@ export const auditRoutes = routesPlugin<{ sql: Sql; feed: AuditFeed; streams: Au
     },
     async (request) => {
       await feed.sequence();
-      return listAudit(sql, request.caller, request.query);
+      return listAudit(request.sql, request.caller, request.query);
     },
   );
 
@@ -55,7 +54,7 @@ export const auditRoutes = routesPlugin<{ sql: Sql; feed: AuditFeed; streams: Au
     async (request) => {
       const { after, limit } = request.query;
       await feed.sequence();
-      const events = await changesAfter(sql, request.caller, after, limit);
+      const events = await changesAfter(request.sql, request.caller, after, limit);
       return { events, cursor: events.at(-1)?.id ?? after ?? '0' };
     },
   );

@@ -1,7 +1,6 @@
 import fp from 'fastify-plugin';
 import fastifyJwt from '@fastify/jwt';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Sql } from '../db/database.js';
 import { AppError } from '../core/app.error.js';
 import { today } from '../core/time.js';
 import { accountProblem, findSession } from './auth.sql.js';
@@ -73,7 +72,6 @@ type CachedSession = { claims: TokenClaims; expires: number; session: FoundSessi
  * against today's date on every request.
  */
 interface AuthOptions {
-  sql: Sql;
   secret: string;
   tokenTtl: number;
   sessionCacheMs?: number;
@@ -155,7 +153,7 @@ export const authPlugin = fp(
       if (tenantId === undefined) return done(new AppError(401, 'API key is invalid or has been revoked'));
       sessions
         .get(key, async () => {
-          const found = await retryRead(() => findApiKey(opts.sql, tenantId, hashApiKey(token)));
+          const found = await retryRead(() => findApiKey(request.sql, tenantId, hashApiKey(token)));
           return found && { key: found, expires: Infinity };
         })
         .then(
@@ -165,7 +163,7 @@ export const authPlugin = fp(
               // Honoured in a new minute: lastUsedTime follows (the cached copy too, so the next requests do not write again).
               // A failed write costs the request nothing: the minute is written by a later one.
               cached.key.lastUsedTime = new Date();
-              await touchApiKey(opts.sql, tenantId, cached.key.id).catch((err: unknown) =>
+              await touchApiKey(request.sql, tenantId, cached.key.id).catch((err: unknown) =>
                 request.log.warn({ err }, 'API key lastUsedTime not written'),
               );
             }
@@ -203,7 +201,7 @@ export const authPlugin = fp(
       sessions
         .get(key, async () => {
           // A read: run once more if its connection was lost (src/db/retry.ts).
-          const session = await retryRead(() => findSession(opts.sql, claims.tid, claims.sid));
+          const session = await retryRead(() => findSession(request.sql, claims.tid, claims.sid));
           return session && { claims, session, expires: (claims.exp ?? 0) * 1000 };
         })
         .then(

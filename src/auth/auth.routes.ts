@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox';
-import type { Sql } from '../db/database.js';
 import { RefTo } from '../core/common.schema.js';
 import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { PERMISSIONS } from '../identity/roles.js';
@@ -15,7 +14,7 @@ function refuseApiKey(caller: Caller, why: string): void {
   assert(caller.apiKeyId === undefined, 403, `Not for API keys: ${why}`);
 }
 
-export const authRoutes = routesPlugin<{ sql: Sql; tokenTtl: number }>('auth-routes', async (app, { sql, tokenTtl }) => {
+export const authRoutes = routesPlugin<{ tokenTtl: number }>('auth-routes', async (app, { tokenTtl }) => {
   for (const schema of [LoginBody, LoginResult, Me]) app.addSchema(schema);
   app.post(
     '/auth/login',
@@ -31,7 +30,7 @@ export const authRoutes = routesPlugin<{ sql: Sql; tokenTtl: number }>('auth-rou
       },
     },
     async (request) => {
-      const { account, sessionId } = await login(sql, request.body, tokenTtl, { requestId: request.id, ip: request.ip });
+      const { account, sessionId } = await login(request.sql, request.body, tokenTtl, { requestId: request.id, ip: request.ip });
       const access_token = app.jwt.sign({ tid: account.tenantId, sid: sessionId, sub: String(account.userId) });
       return { access_token, token_type: 'Bearer' as const, expires_in: tokenTtl };
     },
@@ -45,7 +44,7 @@ export const authRoutes = routesPlugin<{ sql: Sql; tokenTtl: number }>('auth-rou
     },
     async (request) => {
       refuseApiKey(request.caller, 'an API key has no session to end; revoke it with DELETE /system/apikey-api/{id}');
-      await transaction(sql, (tx) => logout(tx, requestActor(request)));
+      await transaction(request.sql, (tx) => logout(tx, requestActor(request)));
       return null;
     },
   );
@@ -54,7 +53,7 @@ export const authRoutes = routesPlugin<{ sql: Sql; tokenTtl: number }>('auth-rou
   app.get('/auth/me', { schema: { operationId: 'me', summary, tags: ['auth'], response: responses(Type.Ref('Me'), AUTHED) } }, async (request) => {
     refuseApiKey(request.caller, 'an API key is not a user; GET /system/apikey-api/{id} describes a key');
     const { tenantId, userId } = request.caller;
-    const row = await me(sql, tenantId, userId);
+    const row = await me(request.sql, tenantId, userId);
     return {
       user: { userId: row.userId, userName: row.userName, nickName: row.nickName, deptId: row.deptId },
       tenant: { id: row.id, tenantId, tenantName: row.tenantName, companyName: row.companyName },

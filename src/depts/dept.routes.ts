@@ -1,7 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Sql } from '../db/database.js';
 import { assert } from '../core/app.error.js';
 import { IdParam, IdsParam, RefTo } from '../core/common.schema.js';
 import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.js';
@@ -21,9 +20,9 @@ import { routesPlugin } from '../http/routes.plugin.js';
 const tags = ['departments'];
 
 /** /system/dept-api: HTTP only. Every call acts in the caller's own tenant. */
-export const deptRoutes = routesPlugin<{ sql: Sql; chartCacheBytes: number; chartCacheCounts?: CacheCounts }>(
+export const deptRoutes = routesPlugin<{ chartCacheBytes: number; chartCacheCounts?: CacheCounts }>(
   'dept-routes',
-  async (app, { sql, chartCacheBytes, chartCacheCounts }) => {
+  async (app, { chartCacheBytes, chartCacheCounts }) => {
     for (const schema of [Dept, DeptNode, DeptCreate, DeptUpdate]) app.addSchema(schema);
 
     // list and tree: ETag of the tenant's chart version, 304 on a match, else
@@ -32,10 +31,10 @@ export const deptRoutes = routesPlugin<{ sql: Sql; chartCacheBytes: number; char
     const notModified = { 304: Type.Null({ description: "Not modified: If-None-Match names the tenant's current chart" }) };
     async function chart(request: FastifyRequest, reply: FastifyReply, kind: ChartKind, query: DeptListQuery) {
       const { tenantId } = request.caller;
-      const version = await chartVersion(sql, tenantId);
+      const version = await chartVersion(request.sql, tenantId);
       const etag = chartEtag(tenantId, version, kind, query);
       if (matchesIfNoneMatch(request.headers['if-none-match'], etag)) return reply.code(304).header('etag', etag).send();
-      const found = await charts.get(sql, tenantId, version, kind, query);
+      const found = await charts.get(request.sql, tenantId, version, kind, query);
       // Its chunks may be written again once this response is done with them: sent, or its connection gone.
       reply.raw.once('close', found.release);
       reply.header('etag', found.etag).header('content-type', 'application/json; charset=utf-8');
@@ -57,7 +56,7 @@ export const deptRoutes = routesPlugin<{ sql: Sql; chartCacheBytes: number; char
         },
       },
       async (request, reply) => {
-        const deptId = await transaction(sql, (tx) => createDept(tx, requestActor(request), request.body));
+        const deptId = await transaction(request.sql, (tx) => createDept(tx, requestActor(request), request.body));
         // A create answers data: null (docs/api-rules.md#requests-and-answers); the new id travels in Location.
         reply.header('location', `/system/dept-api/${deptId}`);
         return null;
@@ -78,7 +77,7 @@ export const deptRoutes = routesPlugin<{ sql: Sql; chartCacheBytes: number; char
         },
       },
       async (request) => {
-        await transaction(sql, (tx) => updateDept(tx, requestActor(request), request.body, ifMatchOf(request)));
+        await transaction(request.sql, (tx) => updateDept(tx, requestActor(request), request.body, ifMatchOf(request)));
         return null;
       },
     );
@@ -127,7 +126,7 @@ export const deptRoutes = routesPlugin<{ sql: Sql; chartCacheBytes: number; char
           response: responses(DeptList, [400, ...AUTHED, 404]),
         },
       },
-      async (request) => listParentChoices(sql, request.caller.tenantId, parseId(request.params.id, 'Department')),
+      async (request) => listParentChoices(request.sql, request.caller.tenantId, parseId(request.params.id, 'Department')),
     );
 
     app.get(
@@ -146,7 +145,7 @@ export const deptRoutes = routesPlugin<{ sql: Sql; chartCacheBytes: number; char
         const id = parseId(request.params.id, 'Department');
         // The record as JSON text (dept.json.ts), sent as is (Fastify's serializer leaves a string alone; the
         // envelope hook wraps it and sets the JSON content type) and hashed for its ETag.
-        const dept = await getDeptText(sql, request.caller.tenantId, id);
+        const dept = await getDeptText(request.sql, request.caller.tenantId, id);
         assert(dept, 404, `Department ${id} not found`);
         reply.header('etag', etagOfText(dept));
         return dept;
@@ -168,7 +167,7 @@ export const deptRoutes = routesPlugin<{ sql: Sql; chartCacheBytes: number; char
       async (request) => {
         const ids = parseIds(request.params.ids, 'Department');
         assertIfMatchFits(ifMatchOf(request), ids);
-        await transaction(sql, (tx) => deleteDepts(tx, requestActor(request), ids, ifMatchOf(request)));
+        await transaction(request.sql, (tx) => deleteDepts(tx, requestActor(request), ids, ifMatchOf(request)));
         return null;
       },
     );

@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox';
-import type { Sql } from '../db/database.js';
 import { assert } from '../core/app.error.js';
 import { RefTo } from '../core/common.schema.js';
 import { etagOf, ifMatchOf } from '../core/version.js';
@@ -13,7 +12,7 @@ import { createPackage, deletePackages, getPackage, listPackages, updatePackage 
 const tags = ['packages'];
 
 /** /system/package-api: the platform's menu packages; the superadmin writes them, admins read them (docs/api-rules.md#packages). */
-export const packageRoutes = routesPlugin<{ sql: Sql }>('package-routes', async (app, { sql }) => {
+export const packageRoutes = routesPlugin('package-routes', async (app) => {
   for (const schema of [Package, PackageCreate, PackageUpdate, PackagePage]) app.addSchema(schema);
 
   app.post(
@@ -29,7 +28,7 @@ export const packageRoutes = routesPlugin<{ sql: Sql }>('package-routes', async 
       },
     },
     async (request, reply) => {
-      const id = await transaction(sql, (tx) => createPackage(tx, requestActor(request), request.body));
+      const id = await transaction(request.sql, (tx) => createPackage(tx, requestActor(request), request.body));
       reply.header('location', `/system/package-api/${id}`);
       return null;
     },
@@ -49,7 +48,7 @@ export const packageRoutes = routesPlugin<{ sql: Sql }>('package-routes', async 
       },
     },
     async (request) => {
-      await transaction(sql, (tx) => updatePackage(tx, requestActor(request), request.body, ifMatchOf(request)));
+      await transaction(request.sql, (tx) => updatePackage(tx, requestActor(request), request.body, ifMatchOf(request)));
       return null;
     },
   );
@@ -66,7 +65,7 @@ export const packageRoutes = routesPlugin<{ sql: Sql }>('package-routes', async 
         response: responses(Type.Ref('PackagePage'), [400, ...AUTHED]),
       },
     },
-    async (request) => listPackages(sql, request.query),
+    async (request) => listPackages(request.sql, request.query),
   );
 
   app.get(
@@ -82,7 +81,7 @@ export const packageRoutes = routesPlugin<{ sql: Sql }>('package-routes', async 
       },
     },
     async (request, reply) => {
-      const pkg = await getPackage(sql, request.params.packageId);
+      const pkg = await getPackage(request.sql, request.params.packageId);
       assert(pkg, 404, `Package ${request.params.packageId} not found`);
       reply.header('etag', etagOf(pkg));
       return pkg;
@@ -103,7 +102,7 @@ export const packageRoutes = routesPlugin<{ sql: Sql }>('package-routes', async 
       },
     },
     async (request) => {
-      await transaction(sql, (tx) => deletePackages(tx, requestActor(request), request.params.packageIds, ifMatchOf(request)));
+      await transaction(request.sql, (tx) => deletePackages(tx, requestActor(request), request.params.packageIds, ifMatchOf(request)));
       return null;
     },
   );

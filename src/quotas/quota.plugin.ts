@@ -28,7 +28,7 @@ export const quotaPlugin = fp(
       await settledWithin(2000, purging);
     });
 
-    await app.register(quotaRoutes, { sql, prefix: '/system/quota-api' });
+    await app.register(quotaRoutes, { prefix: '/system/quota-api' });
   },
   { name: 'quotas', dependencies: ['@fastify/swagger', 'metrics', 'auth'] },
 );

@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox';
-import type { Sql } from '../db/database.js';
 import { RefTo } from '../core/common.schema.js';
 import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { routesPlugin } from '../http/routes.plugin.js';
@@ -34,7 +33,7 @@ const REPLAYED = 'idempotent-replayed';
  * refunded by those admins and the superadmin (and their API keys), each
  * with an Idempotency-Key (docs/quotas.md).
  */
-export const quotaRoutes = routesPlugin<{ sql: Sql }>('quota-routes', async (app, { sql }) => {
+export const quotaRoutes = routesPlugin('quota-routes', async (app) => {
   for (const schema of [QuotaUsage, ConsumeBody, Consumed, RefundBody, Refunded, LedgerRow]) app.addSchema(schema);
 
   /** The answer's data, with the replay header when the key had answered before. */
@@ -56,7 +55,7 @@ export const quotaRoutes = routesPlugin<{ sql: Sql }>('quota-routes', async (app
         response: responses(Type.Ref('QuotaUsage'), [400, ...AUTHED, 404]),
       },
     },
-    async (request) => usageOf(sql, request.caller, request.params.tenantId, request.query.periodStart),
+    async (request) => usageOf(request.sql, request.caller, request.params.tenantId, request.query.periodStart),
   );
 
   app.post(
@@ -82,7 +81,7 @@ export const quotaRoutes = routesPlugin<{ sql: Sql }>('quota-routes', async (app
       const tenantId = request.params.tenantId;
       const key = request.headers['idempotency-key'];
       const keyed = { tenantId, key, hash: requestHash('consume', { counter, amount, reference }) };
-      return answered(reply, await consume(sql, requestActor(request), keyed, { counter, amount, reference }));
+      return answered(reply, await consume(request.sql, requestActor(request), keyed, { counter, amount, reference }));
     },
   );
 
@@ -106,7 +105,7 @@ export const quotaRoutes = routesPlugin<{ sql: Sql }>('quota-routes', async (app
       const tenantId = request.params.tenantId;
       const key = request.headers['idempotency-key'];
       const keyed = { tenantId, key, hash: requestHash('refund', { consumptionId, amount }) };
-      return answered(reply, await refund(sql, requestActor(request), keyed, { consumptionId, amount }));
+      return answered(reply, await refund(request.sql, requestActor(request), keyed, { consumptionId, amount }));
     },
   );
 
@@ -123,6 +122,6 @@ export const quotaRoutes = routesPlugin<{ sql: Sql }>('quota-routes', async (app
         response: responses(LedgerPage, [400, ...AUTHED, 404]),
       },
     },
-    async (request) => ledgerOf(sql, request.caller, request.params.tenantId, request.query),
+    async (request) => ledgerOf(request.sql, request.caller, request.params.tenantId, request.query),
   );
 });

@@ -1,5 +1,4 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Sql } from '../db/database.js';
 import { transaction } from '../db/retry.js';
 import { requestActor } from '../identity/caller.js';
 import { ifMatchOf } from '../core/version.js';
@@ -47,11 +46,11 @@ function groupResource(row: ScimGroupRow, base: string) {
   };
 }
 
-export const scimGroupRoutes = routesPlugin<{ sql: Sql; publicUrl?: string | undefined }>('scim-group-routes', async (app, { sql, publicUrl }) => {
+export const scimGroupRoutes = routesPlugin<{ publicUrl?: string | undefined }>('scim-group-routes', async (app, { publicUrl }) => {
   const base = scimBaseUrl(publicUrl);
   /** Answers the group as it is now, with its ETag, shaped by the query's `attributes`. */
   const answer = async (request: FastifyRequest, reply: FastifyReply, query: ListQuery, id: number, status: number) => {
-    const row = await getScimGroup(sql, request.caller.tenantId, id);
+    const row = await getScimGroup(request.sql, request.caller.tenantId, id);
     if (!row) throw new ScimError(404, undefined, `Group ${id} not found`);
     if (status === 200 && request.method === 'GET' && matchesIfNoneMatch(request.headers['if-none-match'], row.version)) {
       return reply.code(304).header('etag', row.version).send();
@@ -63,9 +62,9 @@ export const scimGroupRoutes = routesPlugin<{ sql: Sql; publicUrl?: string | und
 
   app.get('/Groups', { config: { permission: 'system:dept:list' }, schema: { querystring: ListQuery } }, async (request, reply) => {
     const { query } = request;
-    const where = query.filter === undefined ? undefined : filterToSql(sql, parseFilter(query.filter), GROUP_FILTER_ATTRIBUTES);
+    const where = query.filter === undefined ? undefined : filterToSql(request.sql, parseFilter(query.filter), GROUP_FILTER_ATTRIBUTES);
     const { startIndex, count } = startIndexAndCount(query);
-    const { total, rows } = await findScimGroups(sql, request.caller.tenantId, where, startIndex, count);
+    const { total, rows } = await findScimGroups(request.sql, request.caller.tenantId, where, startIndex, count);
     return sendScim(
       reply,
       200,
@@ -88,7 +87,7 @@ export const scimGroupRoutes = routesPlugin<{ sql: Sql; publicUrl?: string | und
     { config: { permission: 'system:dept:add', changesAccess: true }, schema: { body: ResourceBody, querystring: ListQuery } },
     async (request, reply) => {
       const state = checkGroupState(groupFromBody(request.body));
-      const id = await transaction(sql, (tx) => createScimGroup(tx, requestActor(request), state));
+      const id = await transaction(request.sql, (tx) => createScimGroup(tx, requestActor(request), state));
       return answer(request, reply, request.query, id, 201);
     },
   );
@@ -102,7 +101,7 @@ export const scimGroupRoutes = routesPlugin<{ sql: Sql; publicUrl?: string | und
     async (request, reply) => {
       const id = scimId(request.params.id, 'Group');
       const state = checkGroupState(groupFromBody(request.body));
-      await transaction(sql, (tx) => patchScimGroup(tx, requestActor(request), id, () => state, ifMatchOf(request)));
+      await transaction(request.sql, (tx) => patchScimGroup(tx, requestActor(request), id, () => state, ifMatchOf(request)));
       return answer(request, reply, request.query, id, 200);
     },
   );
@@ -113,7 +112,7 @@ export const scimGroupRoutes = routesPlugin<{ sql: Sql; publicUrl?: string | und
     async (request, reply) => {
       const id = scimId(request.params.id, 'Group');
       const operations = request.body.Operations;
-      await transaction(sql, (tx) =>
+      await transaction(request.sql, (tx) =>
         patchScimGroup(tx, requestActor(request), id, (current) => checkGroupState(applyGroupPatch(current, operations)), ifMatchOf(request)),
       );
       return answer(request, reply, request.query, id, 200);
@@ -125,7 +124,7 @@ export const scimGroupRoutes = routesPlugin<{ sql: Sql; publicUrl?: string | und
     { config: { permission: 'system:dept:remove', changesAccess: true }, schema: { params: WriteIdParams } },
     async (request, reply) => {
       const id = scimId(request.params.id, 'Group');
-      await transaction(sql, (tx) => deleteScimGroup(tx, requestActor(request), id, ifMatchOf(request)));
+      await transaction(request.sql, (tx) => deleteScimGroup(tx, requestActor(request), id, ifMatchOf(request)));
       return reply.code(204).send();
     },
   );

@@ -1,5 +1,4 @@
 import type { FastifyError } from 'fastify';
-import type { Sql } from '../db/database.js';
 import { addJsonParser } from '../http/json.parser.js';
 import { classify } from '../http/error.handler.js';
 import { discardRestOfBody } from '../http/body.discard.js';
@@ -42,7 +41,7 @@ function asScim(error: FastifyError | Error, status: number, detail: string): { 
 }
 
 /** `publicUrl`: PUBLIC_URL, the base of the URLs SCIM answers name (scimBaseUrl in scim.reply.ts); undefined: each request's own. */
-export const scimPlugin = routesPlugin<{ sql: Sql; publicUrl?: string | undefined }>('scim', async (app, { sql, publicUrl }) => {
+export const scimPlugin = routesPlugin<{ publicUrl?: string | undefined }>('scim', async (app, { publicUrl }) => {
   // Bodies may be sent as application/scim+json (RFC 7644 §3.1) or plain JSON; both parse alike.
   addJsonParser(app, SCIM_MEDIA_TYPE);
 
@@ -81,8 +80,8 @@ export const scimPlugin = routesPlugin<{ sql: Sql; publicUrl?: string | undefine
   });
 
   await app.register(scimDiscoveryRoutes, { publicUrl });
-  await app.register(scimUserRoutes, { sql, publicUrl });
-  await app.register(scimGroupRoutes, { sql, publicUrl });
+  await app.register(scimUserRoutes, { publicUrl });
+  await app.register(scimGroupRoutes, { publicUrl });
 
   app.setNotFoundHandler(async (request, reply) =>
     sendScim(reply, 404, scimError(404, undefined, `No SCIM endpoint ${request.method} ${request.url.split('?')[0]}`)),

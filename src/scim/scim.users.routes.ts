@@ -1,5 +1,4 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Sql } from '../db/database.js';
 import { transaction } from '../db/retry.js';
 import { requestActor } from '../identity/caller.js';
 import { ifMatchOf } from '../core/version.js';
@@ -49,10 +48,10 @@ function userResource(row: ScimUserRow, base: string) {
   };
 }
 
-export const scimUserRoutes = routesPlugin<{ sql: Sql; publicUrl?: string | undefined }>('scim-user-routes', async (app, { sql, publicUrl }) => {
+export const scimUserRoutes = routesPlugin<{ publicUrl?: string | undefined }>('scim-user-routes', async (app, { publicUrl }) => {
   const base = scimBaseUrl(publicUrl);
   const found = async (request: FastifyRequest, id: number) => {
-    const row = await getScimUser(sql, request.caller.tenantId, id);
+    const row = await getScimUser(request.sql, request.caller.tenantId, id);
     if (!row) throw new ScimError(404, undefined, `User ${id} not found`);
     return row;
   };
@@ -66,9 +65,9 @@ export const scimUserRoutes = routesPlugin<{ sql: Sql; publicUrl?: string | unde
 
   app.get('/Users', { config: { permission: 'system:user:list' }, schema: { querystring: ListQuery } }, async (request, reply) => {
     const { query } = request;
-    const where = query.filter === undefined ? undefined : filterToSql(sql, parseFilter(query.filter), USER_FILTER_ATTRIBUTES);
+    const where = query.filter === undefined ? undefined : filterToSql(request.sql, parseFilter(query.filter), USER_FILTER_ATTRIBUTES);
     const { startIndex, count } = startIndexAndCount(query);
-    const { total, rows } = await findScimUsers(sql, request.caller.tenantId, where, startIndex, count);
+    const { total, rows } = await findScimUsers(request.sql, request.caller.tenantId, where, startIndex, count);
     const resources = rows.map((row) => project(userResource(row, base(request)), query));
     return sendScim(reply, 200, listResponse(total, startIndex, resources));
   });
@@ -90,7 +89,7 @@ export const scimUserRoutes = routesPlugin<{ sql: Sql; publicUrl?: string | unde
     { config: { permission: 'system:user:add', changesAccess: true }, schema: { body: ResourceBody, querystring: ListQuery } },
     async (request, reply) => {
       const state = checkUserState(stateFromBody(request.body));
-      const id = await transaction(sql, (tx) => createScimUser(tx, requestActor(request), state));
+      const id = await transaction(request.sql, (tx) => createScimUser(tx, requestActor(request), state));
       return answer(request, reply, request.query, id, 201);
     },
   );
@@ -104,7 +103,7 @@ export const scimUserRoutes = routesPlugin<{ sql: Sql; publicUrl?: string | unde
     async (request, reply) => {
       const id = scimId(request.params.id, 'User');
       const state = checkUserState(stateFromBody(request.body));
-      await transaction(sql, (tx) => patchScimUser(tx, requestActor(request), id, () => state, ifMatchOf(request)));
+      await transaction(request.sql, (tx) => patchScimUser(tx, requestActor(request), id, () => state, ifMatchOf(request)));
       return answer(request, reply, request.query, id, 200);
     },
   );
@@ -115,7 +114,7 @@ export const scimUserRoutes = routesPlugin<{ sql: Sql; publicUrl?: string | unde
     async (request, reply) => {
       const id = scimId(request.params.id, 'User');
       const operations = request.body.Operations;
-      await transaction(sql, (tx) =>
+      await transaction(request.sql, (tx) =>
         patchScimUser(tx, requestActor(request), id, (current) => checkUserState(applyUserPatch(current, operations)), ifMatchOf(request)),
       );
       return answer(request, reply, request.query, id, 200);
@@ -127,7 +126,7 @@ export const scimUserRoutes = routesPlugin<{ sql: Sql; publicUrl?: string | unde
     { config: { permission: 'system:user:remove', changesAccess: true }, schema: { params: WriteIdParams } },
     async (request, reply) => {
       const id = scimId(request.params.id, 'User');
-      await transaction(sql, (tx) => deleteScimUser(tx, requestActor(request), id, ifMatchOf(request)));
+      await transaction(request.sql, (tx) => deleteScimUser(tx, requestActor(request), id, ifMatchOf(request)));
       return reply.code(204).send();
     },
   );

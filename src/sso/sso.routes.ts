@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox';
-import type { Sql } from '../db/database.js';
 import { transaction } from '../db/retry.js';
 import { AppError, assert } from '../core/app.error.js';
 import { RefTo } from '../core/common.schema.js';
@@ -52,7 +51,7 @@ function assertIssuer(rule: AddressRule, issuer: string): void {
  * tenant or of a tenant above it, and the superadmin. The client secret is
  * written, never read back.
  */
-export const ssoRoutes = routesPlugin<{ sql: Sql; rule: AddressRule; publicUrl?: string }>('sso-routes', async (app, { sql, rule, publicUrl }) => {
+export const ssoRoutes = routesPlugin<{ rule: AddressRule; publicUrl?: string }>('sso-routes', async (app, { rule, publicUrl }) => {
   for (const schema of [SsoConnection, SsoConnectionCreate, SsoConnectionUpdate, SsoPolicy]) app.addSchema(schema);
   /** A connection as read: the stored fields and the redirect URI to register at the provider. */
   const withRedirect = (base: string, c: StoredConnection) => ({ ...c, redirectUri: `${base}/auth/sso/${c.id}/callback` });
@@ -73,7 +72,7 @@ export const ssoRoutes = routesPlugin<{ sql: Sql; rule: AddressRule; publicUrl?:
     async (request) => {
       assertIssuer(rule, request.body.issuer);
       assertReturnUrls(request.body.returnUrls);
-      const connection = await transaction(sql, (tx) => createConnection(tx, requestActor(request), request.body));
+      const connection = await transaction(request.sql, (tx) => createConnection(tx, requestActor(request), request.body));
       return withRedirect(publicBase(request, publicUrl), connection);
     },
   );
@@ -94,7 +93,7 @@ export const ssoRoutes = routesPlugin<{ sql: Sql; rule: AddressRule; publicUrl?:
     async (request) => {
       assertIssuer(rule, request.body.issuer);
       assertReturnUrls(request.body.returnUrls);
-      await transaction(sql, (tx) => updateConnection(tx, requestActor(request), request.body, ifMatchOf(request)));
+      await transaction(request.sql, (tx) => updateConnection(tx, requestActor(request), request.body, ifMatchOf(request)));
       return null;
     },
   );
@@ -113,7 +112,7 @@ export const ssoRoutes = routesPlugin<{ sql: Sql; rule: AddressRule; publicUrl?:
     },
     async (request) => {
       const { tenantId = request.caller.tenantId, ...page } = request.query;
-      const result = await listConnections(sql, request.caller, tenantId, page);
+      const result = await listConnections(request.sql, request.caller, tenantId, page);
       const base = publicBase(request, publicUrl);
       return { total: result.total, rows: result.rows.map((c) => withRedirect(base, c)) };
     },
@@ -131,7 +130,7 @@ export const ssoRoutes = routesPlugin<{ sql: Sql; rule: AddressRule; publicUrl?:
         response: responses(Type.Ref('SsoPolicy'), [400, ...AUTHED, 404]),
       },
     },
-    async (request) => getPolicy(sql, request.caller, request.params.tenantId),
+    async (request) => getPolicy(request.sql, request.caller, request.params.tenantId),
   );
 
   app.put(
@@ -148,7 +147,7 @@ export const ssoRoutes = routesPlugin<{ sql: Sql; rule: AddressRule; publicUrl?:
       },
     },
     async (request) => {
-      await transaction(sql, (tx) => setPolicy(tx, requestActor(request), request.params.tenantId, request.body.ssoRequired));
+      await transaction(request.sql, (tx) => setPolicy(tx, requestActor(request), request.params.tenantId, request.body.ssoRequired));
       return null;
     },
   );
@@ -167,7 +166,7 @@ export const ssoRoutes = routesPlugin<{ sql: Sql; rule: AddressRule; publicUrl?:
       },
     },
     async (request, reply) => {
-      const connection = await getConnection(sql, request.caller, request.params.id);
+      const connection = await getConnection(request.sql, request.caller, request.params.id);
       assert(connection, 404, `SSO connection ${request.params.id} not found`);
       reply.header('etag', etagOf(connection));
       return withRedirect(publicBase(request, publicUrl), connection);
@@ -188,7 +187,7 @@ export const ssoRoutes = routesPlugin<{ sql: Sql; rule: AddressRule; publicUrl?:
       },
     },
     async (request) => {
-      await transaction(sql, (tx) => deleteConnection(tx, requestActor(request), request.params.id, ifMatchOf(request)));
+      await transaction(request.sql, (tx) => deleteConnection(tx, requestActor(request), request.params.id, ifMatchOf(request)));
       return null;
     },
   );

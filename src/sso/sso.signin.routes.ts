@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox';
-import type { Sql } from '../db/database.js';
 import { RefTo } from '../core/common.schema.js';
 import { responses, WITH_BODY } from '../http/envelope.schema.js';
 import { publicBase } from '../http/public.url.js';
@@ -20,9 +19,9 @@ const REDIRECT = (description: string) => Type.Null({ description });
  * the browser carries a one-time code, which only the SPA holding the PKCE
  * verifier can redeem.
  */
-export const ssoSignInRoutes = routesPlugin<{ sql: Sql; clients: ProviderClients; publicUrl?: string; tokenTtl: number }>(
+export const ssoSignInRoutes = routesPlugin<{ clients: ProviderClients; publicUrl?: string; tokenTtl: number }>(
   'sso-signin-routes',
-  async (app, { sql, clients, publicUrl, tokenTtl }) => {
+  async (app, { clients, publicUrl, tokenTtl }) => {
     for (const schema of [SsoDiscovery, SsoTokenBody, LoginResult]) app.addSchema(schema);
     const redirectUri = (request: { protocol: string; host: string }, id: string) => `${publicBase(request, publicUrl)}/auth/sso/${id}/callback`;
 
@@ -40,7 +39,7 @@ export const ssoSignInRoutes = routesPlugin<{ sql: Sql; clients: ProviderClients
           response: responses(Type.Ref('SsoDiscovery'), [400]),
         },
       },
-      async (request) => discoverConnections(sql, request.query.tenantId),
+      async (request) => discoverConnections(request.sql, request.query.tenantId),
     );
 
     app.get(
@@ -62,7 +61,7 @@ export const ssoSignInRoutes = routesPlugin<{ sql: Sql; clients: ProviderClients
       async (request, reply) => {
         const { return_to, state, code_challenge } = request.query;
         const url = await startSignIn(
-          sql,
+          request.sql,
           clients,
           request.params.id,
           { returnTo: return_to, state, codeChallenge: code_challenge },
@@ -89,8 +88,13 @@ export const ssoSignInRoutes = routesPlugin<{ sql: Sql; clients: ProviderClients
         },
       },
       async (request, reply) => {
-        const handback = await finishSignIn(sql, clients, request.params.id, request.query, { requestId: request.id, ip: request.ip }, (message) =>
-          request.log.info(message),
+        const handback = await finishSignIn(
+          request.sql,
+          clients,
+          request.params.id,
+          request.query,
+          { requestId: request.id, ip: request.ip },
+          (message) => request.log.info(message),
         );
         const target = new URL(handback.returnTo);
         for (const [name, value] of Object.entries(handback.params)) target.searchParams.set(name, value);
@@ -114,7 +118,7 @@ export const ssoSignInRoutes = routesPlugin<{ sql: Sql; clients: ProviderClients
         },
       },
       async (request) => {
-        const { tenantId, userId, sessionId } = await redeemCode(sql, request.body.code, request.body.code_verifier, tokenTtl, {
+        const { tenantId, userId, sessionId } = await redeemCode(request.sql, request.body.code, request.body.code_verifier, tokenTtl, {
           requestId: request.id,
           ip: request.ip,
         });

@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox';
-import type { Sql } from '../db/database.js';
 import { assert } from '../core/app.error.js';
 import { IdParam, RefTo } from '../core/common.schema.js';
 import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.js';
@@ -13,7 +12,7 @@ import { routesPlugin } from '../http/routes.plugin.js';
 const tags = ['tenants'];
 
 /** /system/tenant-api: the caller's tenant and the tenants below it. */
-export const tenantRoutes = routesPlugin<{ sql: Sql }>('tenant-routes', async (app, { sql }) => {
+export const tenantRoutes = routesPlugin('tenant-routes', async (app) => {
   for (const schema of [PackageBo, PackageBoWrite, QuotaBo, RuleBo, Tenant, TenantCreate, TenantUpdate, TenantPage]) app.addSchema(schema);
 
   app.post(
@@ -30,7 +29,7 @@ export const tenantRoutes = routesPlugin<{ sql: Sql }>('tenant-routes', async (a
       },
     },
     async (request, reply) => {
-      const id = await transaction(sql, (tx) => createTenant(tx, requestActor(request), request.body));
+      const id = await transaction(request.sql, (tx) => createTenant(tx, requestActor(request), request.body));
       reply.header('location', `/system/tenant-api/${id}`);
       return null;
     },
@@ -50,7 +49,7 @@ export const tenantRoutes = routesPlugin<{ sql: Sql }>('tenant-routes', async (a
       },
     },
     async (request) => {
-      await transaction(sql, (tx) => updateTenant(tx, requestActor(request), request.body, ifMatchOf(request)));
+      await transaction(request.sql, (tx) => updateTenant(tx, requestActor(request), request.body, ifMatchOf(request)));
       return null;
     },
   );
@@ -67,7 +66,7 @@ export const tenantRoutes = routesPlugin<{ sql: Sql }>('tenant-routes', async (a
         response: responses(Type.Ref('TenantPage'), [400, ...AUTHED]),
       },
     },
-    async (request) => listTenants(sql, request.caller, request.query),
+    async (request) => listTenants(request.sql, request.caller, request.query),
   );
 
   app.get(
@@ -83,7 +82,7 @@ export const tenantRoutes = routesPlugin<{ sql: Sql }>('tenant-routes', async (a
       },
     },
     async (request, reply) => {
-      const tenant = await getTenant(sql, request.caller, request.params.id);
+      const tenant = await getTenant(request.sql, request.caller, request.params.id);
       assert(tenant, 404, `Tenant ${request.params.id} not found`);
       reply.header('etag', etagOf(tenant));
       return tenant;
@@ -103,7 +102,7 @@ export const tenantRoutes = routesPlugin<{ sql: Sql }>('tenant-routes', async (a
       },
     },
     async (request) => {
-      await transaction(sql, (tx) => deleteTenant(tx, requestActor(request), request.params.id, ifMatchOf(request)));
+      await transaction(request.sql, (tx) => deleteTenant(tx, requestActor(request), request.params.id, ifMatchOf(request)));
       return null;
     },
   );

@@ -1,15 +1,30 @@
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  defaultTextMapGetter,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Context,
+  type Span,
+  type TextMapPropagator,
+  type Tracer,
+} from '@opentelemetry/api';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import type { Sql } from '../db/database.js';
 
 /**
  * The server span of each request (docs/operations.md#traces), made here
  * rather than by an instrumentation library: the sampler decides first, and
- * an unsampled request gets nothing else. No context is entered (so its
- * statements find no span and are not wrapped: src/traces/sql.spans.ts), no
- * attribute is built, no logger is derived; what it pays is the sampler's
- * decision and the reading of a `traceparent` header if it sent one
- * (docs/benchmark.md#cost-of-traces).
+ * an unsampled request gets nothing else. No attribute is built, no logger is
+ * derived, and its statements run on the pool as they are; what it pays is
+ * the sampler's decision and the reading of a `traceparent` header if it
+ * sent one (docs/benchmark.md#cost-of-traces).
+ *
+ * A sampled request gets its own `request.sql` (src/http/request.database.ts),
+ * which records each statement as a span under the request's span. No async
+ * context is entered: on Node 20 one entered context makes every promise of
+ * the process pay for its propagation, sampled or not.
  *
  * A sampled request's span carries its method, route, path and status; it
  * ends when the response has been written (or the client has gone), and it
@@ -17,12 +32,10 @@ import fp from 'fastify-plugin';
  */
 
 const SPAN = Symbol('requestSpan');
-const CONTEXT = Symbol('requestContext');
 
 declare module 'fastify' {
   interface FastifyRequest {
     [SPAN]: Span | null;
-    [CONTEXT]: Context | null;
   }
 }
 
@@ -44,15 +57,19 @@ function end(request: FastifyRequest, reply: FastifyReply | undefined): void {
   span.end();
 }
 
-export function requestSpans(tracer: Tracer) {
+/**
+ * `propagator` reads an incoming `traceparent`; `spanSql(parent)` is the pool
+ * recording its statements under `parent` (src/traces/sql.spans.ts).
+ */
+export function requestSpans(tracer: Tracer, propagator: TextMapPropagator, spanSql: (parent: Context) => Sql) {
   return fp(
     async (app: FastifyInstance) => {
       app.decorateRequest(SPAN, null);
-      app.decorateRequest(CONTEXT, null);
 
       app.addHook('onRequest', (request, reply, done) => {
         // The caller's trace, when it sent one: the span joins it, and a parent-based sampler follows its decision.
-        const parent = request.headers.traceparent === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, request.headers);
+        const parent =
+          request.headers.traceparent === undefined ? ROOT_CONTEXT : propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
         const route = request.routeOptions.url;
         // The semantic conventions' name for a server span: "GET /system/dept-api/:id"; an unknown route, the method.
         const span = tracer.startSpan(route === undefined ? request.method : `${request.method} ${route}`, { kind: SpanKind.SERVER }, parent);
@@ -65,7 +82,8 @@ export function requestSpans(tracer: Tracer) {
         span.setAttribute('url.path', pathOf(request.url));
         const ctx = trace.setSpan(parent, span);
         request[SPAN] = span;
-        request[CONTEXT] = ctx;
+        // The handler's statements, and the session lookup of the auth hook after this one, record spans under it.
+        request.sql = spanSql(ctx);
         // Every line this request logs leads to its trace (docs/operations.md#logs), its one line per request included.
         // The request's logger made again from the root's, as Fastify made it (its `reqId`, the route's level) plus
         // the ids: a child of the request's own child would make that one a prototype, which V8 makes costly per request.
@@ -73,15 +91,7 @@ export function requestSpans(tracer: Tracer) {
         const level = request.routeOptions.logLevel;
         const bindings = { reqId: request.id, trace_id: traceId, span_id: spanId };
         request.log = reply.log = level ? app.log.child(bindings, { level }) : app.log.child(bindings);
-        // The hooks after this one, the handler and its statements run inside the span.
-        context.with(ctx, done);
-      });
-      // A body is read from the socket's events, outside the request's context: the
-      // handler (and its statements) run back inside it from here on.
-      app.addHook('preValidation', (request, _reply, done) => {
-        const ctx = request[CONTEXT];
-        if (ctx === null) done();
-        else context.with(ctx, done);
+        done();
       });
       app.addHook('onResponse', (request, reply, done) => {
         end(request, reply);

@@ -1,4 +1,4 @@
-import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Tracer } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, type Attributes, type Context, type Tracer } from '@opentelemetry/api';
 import type { Sql } from '../db/database.js';
 
 /**
@@ -11,14 +11,15 @@ import type { Sql } from '../db/database.js';
  * fragment inside another statement (sql`...` interpolated), and helpers
  * (sql(obj, ...columns), sql.json) make no Query at all; neither is ever
  * executed, so neither gets a span. Query.handle() is the one point every
- * execution passes through, once: the span starts there, in the context of
- * the code that awaited it, and ends when the driver settles the query.
+ * execution passes through, once: the span starts there, under the span of
+ * the request whose `sql` made the query, and ends when the driver settles it.
  *
  * Recorded: the statement text as sent, with $1, $2... where the values go
  * (never the values), the database name and, for a single-host URL, the
- * server. A statement outside any sampled request (start-up, the audit
- * feed's background work, a request the sampler left out) is not recorded:
- * it would be a trace of its own per statement.
+ * server. Only a sampled request's own `sql` records (src/traces/request.spans.ts):
+ * a statement outside one (start-up, the audit feed's background work, a
+ * request the sampler left out) runs on the pool as it is, at no cost; it
+ * would be a trace of its own per statement.
  */
 
 interface ExecutableQuery {
@@ -48,16 +49,12 @@ function operationOf(text: string): string {
   return /^\s*([A-Za-z]+)/.exec(text)?.[1]?.toUpperCase() ?? 'SQL';
 }
 
-function instrument(tracer: Tracer, attributes: Attributes, query: ExecutableQuery): void {
-  // Made outside a sampled request (an unsampled one enters no context): left as it is, at no cost.
-  if (trace.getSpan(context.active()) === undefined) return;
+function instrument(tracer: Tracer, attributes: Attributes, parent: Context, query: ExecutableQuery): void {
   const handle = query.handle.bind(query);
   let started = false;
   query.handle = () => {
     if (started) return handle();
     started = true;
-    const parent = context.active();
-    if (trace.getSpan(parent) === undefined) return handle();
     const span = tracer.startSpan('SQL', { kind: SpanKind.CLIENT, attributes }, parent);
     const finish = () => {
       const text = textOf(query);
@@ -90,21 +87,21 @@ export interface SqlTarget {
 }
 
 /**
- * The pool `sql`, recording its statements and those of the transactions it
- * opens (sql.begin hands the work a transaction client of its own, wrapped
- * the same way).
+ * `spanSql(parent)`: the pool `sql`, recording its statements under `parent`,
+ * and those of the transactions it opens (sql.begin hands the work a
+ * transaction client of its own, wrapped the same way). One per sampled request.
  */
-export function sqlWithSpans(sql: Sql, tracer: Tracer, target: SqlTarget): Sql {
+export function sqlWithSpans(sql: Sql, tracer: Tracer, target: SqlTarget): (parent: Context) => Sql {
   const attributes: Attributes = {
     'db.system.name': 'postgresql',
     'db.namespace': target.database,
     ...(target.server ? { 'server.address': target.server.address, 'server.port': target.server.port } : {}),
   };
-  const wrap = <T extends object>(client: T): T =>
+  const wrap = <T extends object>(client: T, parent: Context): T =>
     new Proxy(client, {
       apply(fn, thisArg, args) {
         const result: unknown = Reflect.apply(fn as (...a: unknown[]) => unknown, thisArg, args);
-        if (isQuery(result)) instrument(tracer, attributes, result);
+        if (isQuery(result)) instrument(tracer, attributes, parent, result);
         return result;
       },
       get(target, property) {
@@ -113,7 +110,7 @@ export function sqlWithSpans(sql: Sql, tracer: Tracer, target: SqlTarget): Sql {
         if (property === 'unsafe' || property === 'file') {
           return (...args: unknown[]) => {
             const result: unknown = Reflect.apply(value, target, args);
-            if (isQuery(result)) instrument(tracer, attributes, result);
+            if (isQuery(result)) instrument(tracer, attributes, parent, result);
             return result;
           };
         }
@@ -121,12 +118,12 @@ export function sqlWithSpans(sql: Sql, tracer: Tracer, target: SqlTarget): Sql {
           // begin(fn) or begin(mode, fn); savepoint(fn) or savepoint(name, fn): the work is the last argument.
           return (...args: unknown[]) => {
             const work = args.at(-1);
-            if (typeof work === 'function') args[args.length - 1] = (tx: object) => (work as (tx: object) => unknown)(wrap(tx));
+            if (typeof work === 'function') args[args.length - 1] = (tx: object) => (work as (tx: object) => unknown)(wrap(tx, parent));
             return Reflect.apply(value, target, args);
           };
         }
         return value;
       },
     });
-  return wrap(sql);
+  return (parent) => wrap(sql, parent);
 }

@@ -1,4 +1,3 @@
-import { trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
 import {
@@ -23,10 +22,11 @@ import { settledWithin } from '../core/timeout.js';
 // tracing off not one module of the SDK is loaded.
 
 export interface Tracing {
-  /** The Fastify plugin buildApp registers first: the server span of each request. */
-  plugin: (app: FastifyInstance) => Promise<void>;
-  /** `sql` recording a span per statement, under the request's span. */
-  withSpans(sql: Sql, target: SqlTarget): Sql;
+  /**
+   * The Fastify plugin buildApp registers first: the server span of each
+   * request, and for a sampled one, `sql` recording a span per statement under it.
+   */
+  plugin(sql: Sql, target: SqlTarget): (app: FastifyInstance) => Promise<void>;
   /** Sends what is still buffered; bounded by `timeoutMs`. */
   shutdown(timeoutMs: number): Promise<void>;
 }
@@ -52,18 +52,16 @@ export async function startTracing(config: TracesConfig): Promise<Tracing> {
     sampler: buildSampler(config),
     spanProcessors: [new BatchSpanProcessor(await exporter(config))],
   });
-  // Global context manager (AsyncLocalStorage) and propagator: the request spans read the incoming
-  // traceparent through the global propagator, and the statement spans find their request through the context.
-  provider.register({ propagator: new W3CTraceContextPropagator() });
+  // Not registered as the process's global provider: nothing else in the process makes spans, and the
+  // request's span reaches its statements through request.sql, so no context manager (on Node 20, async hooks
+  // behind every promise) is installed.
   const tracer = provider.getTracer('dept-tenant-service');
+  const propagator = new W3CTraceContextPropagator();
 
   return {
-    plugin: requestSpans(tracer),
-    withSpans: (sql, target) => sqlWithSpans(sql, tracer, target),
+    plugin: (sql, target) => requestSpans(tracer, propagator, sqlWithSpans(sql, tracer, target)),
     async shutdown(timeoutMs) {
       await settledWithin(timeoutMs, provider.shutdown());
-      // The propagator and context manager were global; nothing else in the process uses them.
-      trace.disable();
     },
   };
 }

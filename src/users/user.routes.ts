@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox';
-import type { Sql } from '../db/database.js';
 import { assert } from '../core/app.error.js';
 import { IdParam, IdsParam, RefTo } from '../core/common.schema.js';
 import { AUTHED, Created, responses, WITH_BODY } from '../http/envelope.schema.js';
@@ -14,7 +13,7 @@ import { routesPlugin } from '../http/routes.plugin.js';
 const tags = ['users'];
 
 /** /system/user-api: accounts of the caller's own tenant, managed by its admins. */
-export const userRoutes = routesPlugin<{ sql: Sql }>('user-routes', async (app, { sql }) => {
+export const userRoutes = routesPlugin('user-routes', async (app) => {
   for (const schema of [User, UserCreate, UserUpdate]) app.addSchema(schema);
 
   app.post(
@@ -30,7 +29,7 @@ export const userRoutes = routesPlugin<{ sql: Sql }>('user-routes', async (app, 
       },
     },
     async (request, reply) => {
-      const userId = await transaction(sql, (tx) => createUser(tx, requestActor(request), request.body));
+      const userId = await transaction(request.sql, (tx) => createUser(tx, requestActor(request), request.body));
       reply.header('location', `/system/user-api/${userId}`);
       return null;
     },
@@ -50,7 +49,7 @@ export const userRoutes = routesPlugin<{ sql: Sql }>('user-routes', async (app, 
       },
     },
     async (request) => {
-      await transaction(sql, (tx) => updateUser(tx, requestActor(request), request.body, ifMatchOf(request)));
+      await transaction(request.sql, (tx) => updateUser(tx, requestActor(request), request.body, ifMatchOf(request)));
       return null;
     },
   );
@@ -67,7 +66,7 @@ export const userRoutes = routesPlugin<{ sql: Sql }>('user-routes', async (app, 
         response: responses(Type.Array(Type.Ref('User')), [400, ...AUTHED]),
       },
     },
-    async (request) => listUsers(sql, request.caller.tenantId, request.query),
+    async (request) => listUsers(request.sql, request.caller.tenantId, request.query),
   );
 
   app.get(
@@ -78,7 +77,7 @@ export const userRoutes = routesPlugin<{ sql: Sql }>('user-routes', async (app, 
     },
     async (request, reply) => {
       const id = parseId(request.params.id, 'User');
-      const user = await getUser(sql, request.caller.tenantId, id);
+      const user = await getUser(request.sql, request.caller.tenantId, id);
       assert(user, 404, `User ${id} not found`);
       reply.header('etag', etagOf(user));
       return user;
@@ -100,7 +99,7 @@ export const userRoutes = routesPlugin<{ sql: Sql }>('user-routes', async (app, 
     async (request) => {
       const ids = parseIds(request.params.ids, 'User');
       assertIfMatchFits(ifMatchOf(request), ids);
-      await transaction(sql, (tx) => deleteUsers(tx, requestActor(request), ids, ifMatchOf(request)));
+      await transaction(request.sql, (tx) => deleteUsers(tx, requestActor(request), ids, ifMatchOf(request)));
       return null;
     },
   );

@@ -39,7 +39,7 @@ export const webhookPlugin = fp(
     });
     webhookMetrics(app, opts.sql, worker);
     const rule: AddressRule = options;
-    await app.register(webhookRoutes, { sql: opts.sql, worker, rule, feed, prefix: '/system/webhook-api' });
+    await app.register(webhookRoutes, { worker, rule, feed, prefix: '/system/webhook-api' });
   },
   { name: 'webhooks', dependencies: ['audit', 'metrics'], decorators: { fastify: ['auditFeed', 'metrics'] } },
 );

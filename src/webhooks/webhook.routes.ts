@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox';
-import type { Sql } from '../db/database.js';
 import { transaction } from '../db/retry.js';
 import { assert } from '../core/app.error.js';
 import { IdParam, RefTo } from '../core/common.schema.js';
@@ -39,9 +38,9 @@ import {
 const tags = ['webhooks'];
 
 /** /system/webhook-api: the caller's tenant's webhook endpoints (docs/webhooks.md). Admins only. */
-export const webhookRoutes = routesPlugin<{ sql: Sql; worker: WebhookWorker; rule: AddressRule; feed: AuditFeed }>(
+export const webhookRoutes = routesPlugin<{ worker: WebhookWorker; rule: AddressRule; feed: AuditFeed }>(
   'webhook-routes',
-  async (app, { sql, worker, rule, feed }) => {
+  async (app, { worker, rule, feed }) => {
     for (const schema of [WebhookEndpoint, WebhookCreate, WebhookUpdate, WebhookCreated, WebhookDelivery]) app.addSchema(schema);
     const endpointId = (raw: string) => parseId(raw, 'Webhook endpoint');
 
@@ -63,7 +62,7 @@ export const webhookRoutes = routesPlugin<{ sql: Sql; worker: WebhookWorker; rul
         const secret = newSecret();
         // Records committed before this request get their positions first, so "from now on" starts after them.
         await feed.sequence();
-        const endpoint = await transaction(sql, (tx) => createEndpoint(tx, requestActor(request), request.body, secret));
+        const endpoint = await transaction(request.sql, (tx) => createEndpoint(tx, requestActor(request), request.body, secret));
         return { ...endpoint, secret };
       },
     );
@@ -83,7 +82,7 @@ export const webhookRoutes = routesPlugin<{ sql: Sql; worker: WebhookWorker; rul
       },
       async (request) => {
         assertReceiverUrl(rule, request.body.url);
-        await transaction(sql, (tx) => updateEndpoint(tx, requestActor(request), request.body));
+        await transaction(request.sql, (tx) => updateEndpoint(tx, requestActor(request), request.body));
         worker.wake();
         return null;
       },
@@ -101,7 +100,7 @@ export const webhookRoutes = routesPlugin<{ sql: Sql; worker: WebhookWorker; rul
           response: responses(WebhookPage, [400, ...AUTHED]),
         },
       },
-      async (request) => listEndpoints(sql, request.caller.tenantId, request.query),
+      async (request) => listEndpoints(request.sql, request.caller.tenantId, request.query),
     );
 
     app.get(
@@ -118,7 +117,7 @@ export const webhookRoutes = routesPlugin<{ sql: Sql; worker: WebhookWorker; rul
       },
       async (request) => {
         const id = endpointId(request.params.id);
-        const endpoint = await getEndpoint(sql, request.caller.tenantId, id);
+        const endpoint = await getEndpoint(request.sql, request.caller.tenantId, id);
         assert(endpoint, 404, `Webhook endpoint ${id} not found`);
         return endpoint;
       },
@@ -138,7 +137,7 @@ export const webhookRoutes = routesPlugin<{ sql: Sql; worker: WebhookWorker; rul
       },
       async (request) => {
         const id = endpointId(request.params.id);
-        await transaction(sql, (tx) => deleteEndpoint(tx, requestActor(request), id));
+        await transaction(request.sql, (tx) => deleteEndpoint(tx, requestActor(request), id));
         return null;
       },
     );
@@ -178,7 +177,7 @@ export const webhookRoutes = routesPlugin<{ sql: Sql; worker: WebhookWorker; rul
           response: responses(WebhookDeliveryPage, [400, ...AUTHED, 404]),
         },
       },
-      async (request) => listDeliveries(sql, request.caller.tenantId, endpointId(request.params.id), request.query),
+      async (request) => listDeliveries(request.sql, request.caller.tenantId, endpointId(request.params.id), request.query),
     );
 
     app.post(
@@ -196,7 +195,7 @@ export const webhookRoutes = routesPlugin<{ sql: Sql; worker: WebhookWorker; rul
       },
       async (request) => {
         const id = endpointId(request.params.id);
-        await transaction(sql, (tx) => replayFrom(tx, requestActor(request), id, request.body.after));
+        await transaction(request.sql, (tx) => replayFrom(tx, requestActor(request), id, request.body.after));
         worker.wake();
         return null;
       },
@@ -216,7 +215,7 @@ export const webhookRoutes = routesPlugin<{ sql: Sql; worker: WebhookWorker; rul
       },
       async (request) => {
         const id = endpointId(request.params.id);
-        return transaction(sql, (tx) => rotateSecret(tx, requestActor(request), id, newSecret()));
+        return transaction(request.sql, (tx) => rotateSecret(tx, requestActor(request), id, newSecret()));
       },
     );
   },
