@@ -208,6 +208,52 @@ describe('requests at once', () => {
   });
 });
 
+/** The SDK's trace-id ratio rule: a trace is kept when the XOR of its id's four 32-bit words is below ratio * 0xffffffff. */
+function ratioKeeps(traceId: string, ratio: number): boolean {
+  let words = 0;
+  for (let i = 0; i < 32; i += 8) words = (words ^ parseInt(traceId.slice(i, i + 8), 16)) >>> 0;
+  return words < Math.floor(ratio * 0xffffffff);
+}
+
+describe('a ratio sampler', () => {
+  it('decides on the trace id the span then has: each request it keeps is exported with its statements and logged with that trace, the others neither', async () => {
+    receiver.requests.length = 0;
+    const service = await startService({
+      ...db.env,
+      ADMIN_PASSWORD: PASSWORD,
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.base,
+      OTEL_TRACES_SAMPLER: 'traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.5',
+    });
+    try {
+      const token = await loginAt(service.base, '000000', 'admin', PASSWORD);
+      for (let i = 0; i < 60; i++) expect((await call(service.base, 'GET', '/system/dept-api/100', undefined, token)).status).toBe(200);
+      expect((await service.stop()).code).toBe(0);
+    } finally {
+      if (service.child.exitCode === null) service.child.kill('SIGKILL');
+    }
+    const spans = receiver.spans();
+    const reads = spans.filter((s) => s.kind === SERVER && s.name === 'GET /system/dept-api/:id');
+    const logged = service
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { msg?: string; req?: { url?: string }; trace_id?: string; span_id?: string })
+      .filter((line) => line.msg === 'request completed' && line.req?.url === '/system/dept-api/100');
+    expect(logged).toHaveLength(60);
+    // About half kept (60 draws: outside 10-50 once in some 10^8 runs), each by the SDK's rule on its own trace id.
+    expect(reads.length).toBeGreaterThan(10);
+    expect(reads.length).toBeLessThan(50);
+    for (const read of reads) {
+      expect(ratioKeeps(read.traceId, 0.5), read.traceId).toBe(true);
+      expect(spans.some((s) => s.kind === CLIENT && s.parentSpanId === read.spanId)).toBe(true);
+    }
+    // The requests that led to a trace in the log are exactly those exported, with the same ids.
+    const tracedLines = logged.filter((line) => line.trace_id !== undefined);
+    expect(tracedLines.map((line) => `${line.trace_id}/${line.span_id}`).sort()).toEqual(reads.map((s) => `${s.traceId}/${s.spanId}`).sort());
+  });
+});
+
 describe('a failure', () => {
   // The service's database is altered from outside while it runs: PostgreSQL only (the embedded one lives inside the service).
   it.skipIf(inject('databaseUrl') === '')('is an error span: the statement with its SQLSTATE and no message, the request on its 5xx', async () => {

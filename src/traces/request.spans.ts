@@ -1,17 +1,8 @@
-import {
-  defaultTextMapGetter,
-  ROOT_CONTEXT,
-  SpanKind,
-  SpanStatusCode,
-  trace,
-  type Context,
-  type Span,
-  type TextMapPropagator,
-  type Tracer,
-} from '@opentelemetry/api';
+import { defaultTextMapGetter, ROOT_CONTEXT, SpanStatusCode, trace, type Context, type Span, type TextMapPropagator } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Sql } from '../db/database.js';
+import type { SampledFirst } from './traces.sampling.js';
 
 /**
  * The server span of each request (docs/operations.md#traces), made here
@@ -58,10 +49,11 @@ function end(request: FastifyRequest, reply: FastifyReply | undefined): void {
 }
 
 /**
+ * `spans` starts a request's span if the sampler says so (src/traces/traces.sampling.ts);
  * `propagator` reads an incoming `traceparent`; `spanSql(parent)` is the pool
  * recording its statements under `parent` (src/traces/sql.spans.ts).
  */
-export function requestSpans(tracer: Tracer, propagator: TextMapPropagator, spanSql: (parent: Context) => Sql) {
+export function requestSpans(spans: SampledFirst, propagator: TextMapPropagator, spanSql: (parent: Context) => Sql) {
   return fp(
     async (app: FastifyInstance) => {
       app.decorateRequest(SPAN, null);
@@ -72,8 +64,8 @@ export function requestSpans(tracer: Tracer, propagator: TextMapPropagator, span
           request.headers.traceparent === undefined ? ROOT_CONTEXT : propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
         const route = request.routeOptions.url;
         // The semantic conventions' name for a server span: "GET /system/dept-api/:id"; an unknown route, the method.
-        const span = tracer.startSpan(route === undefined ? request.method : `${request.method} ${route}`, { kind: SpanKind.SERVER }, parent);
-        if (!span.isRecording()) {
+        const span = spans.start(route === undefined ? request.method : `${request.method} ${route}`, parent);
+        if (span === undefined) {
           done();
           return;
         }

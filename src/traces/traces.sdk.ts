@@ -1,20 +1,12 @@
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BatchSpanProcessor,
-  NodeTracerProvider,
-  ParentBasedSampler,
-  TraceIdRatioBasedSampler,
-  type Sampler,
-  type SpanExporter,
-} from '@opentelemetry/sdk-trace-node';
+import { BatchSpanProcessor, NodeTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-node';
 import type { FastifyInstance } from 'fastify';
 import type { Sql } from '../db/database.js';
 import type { TracesConfig } from './traces.config.js';
 import { requestSpans } from './request.spans.js';
 import { sqlWithSpans, type SqlTarget } from './sql.spans.js';
+import { buildSampler, SampledFirst } from './traces.sampling.js';
 import { settledWithin } from '../core/timeout.js';
 
 // OpenTelemetry traces (docs/operations.md#traces). This module is imported
@@ -31,15 +23,6 @@ export interface Tracing {
   shutdown(timeoutMs: number): Promise<void>;
 }
 
-function buildSampler({ sampler: name, samplerRatio }: TracesConfig): Sampler {
-  const root = name.endsWith('always_off')
-    ? new AlwaysOffSampler()
-    : name.endsWith('traceidratio')
-      ? new TraceIdRatioBasedSampler(samplerRatio)
-      : new AlwaysOnSampler();
-  return name.startsWith('parentbased_') ? new ParentBasedSampler({ root }) : root;
-}
-
 async function exporter(config: TracesConfig): Promise<SpanExporter> {
   const options = { url: config.url, headers: config.headers };
   if (config.protocol === 'http/json') return new (await import('@opentelemetry/exporter-trace-otlp-http')).OTLPTraceExporter(options);
@@ -47,19 +30,23 @@ async function exporter(config: TracesConfig): Promise<SpanExporter> {
 }
 
 export async function startTracing(config: TracesConfig): Promise<Tracing> {
+  const sampler = buildSampler(config);
+  const requests = new SampledFirst(sampler);
   const provider = new NodeTracerProvider({
     resource: defaultResource().merge(resourceFromAttributes({ ...config.resourceAttributes, 'service.name': config.serviceName })),
-    sampler: buildSampler(config),
+    sampler,
+    idGenerator: requests,
     spanProcessors: [new BatchSpanProcessor(await exporter(config))],
   });
   // Not registered as the process's global provider: nothing else in the process makes spans, and the
   // request's span reaches its statements through request.sql, so no context manager (on Node 20, async hooks
   // behind every promise) is installed.
   const tracer = provider.getTracer('dept-tenant-service');
+  requests.use(tracer);
   const propagator = new W3CTraceContextPropagator();
 
   return {
-    plugin: (sql, target) => requestSpans(tracer, propagator, sqlWithSpans(sql, tracer, target)),
+    plugin: (sql, target) => requestSpans(requests, propagator, sqlWithSpans(sql, tracer, target)),
     async shutdown(timeoutMs) {
       await settledWithin(timeoutMs, provider.shutdown());
     },
