@@ -141,7 +141,7 @@ export async function buildApp({
   const secret = config.jwtSecret ?? (await sharedJwtSecret(sql, randomBytes(48).toString('base64url')));
   await app.register(authPlugin, { secret, tokenTtl: config.tokenTtl, sessionCacheMs, sessionCacheCounts: caches.sessionCache });
 
-  await app.register(healthRoutes, { sql });
+  await app.register(healthRoutes);
   await app.register(authRoutes, { tokenTtl: config.tokenTtl });
   await app.register(deptRoutes, {
     prefix: '/system/dept-api',

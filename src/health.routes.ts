@@ -1,5 +1,4 @@
 import { Type } from '@sinclair/typebox';
-import type { Sql } from './db/database.js';
 import { AppError } from './core/app.error.js';
 import { responses } from './http/envelope.schema.js';
 import { TIMED_OUT, within } from './core/timeout.js';
@@ -11,9 +10,9 @@ const Health = Type.Object({ status: Type.String() }, { $id: 'Health' });
 const READY_WITHIN_MS = 2_000;
 
 /** Liveness (the process answers) and readiness (the database answers). */
-export const healthRoutes = routesPlugin<{ sql: Sql }>(
+export const healthRoutes = routesPlugin(
   'health-routes',
-  async (app, { sql }) => {
+  async (app) => {
     app.addSchema(Health);
     app.get(
       '/healthz',
@@ -44,8 +43,8 @@ export const healthRoutes = routesPlugin<{ sql: Sql }>(
           response: responses(Type.Ref('Health'), [503]),
         },
       },
-      async () => {
-        const answer = await within(READY_WITHIN_MS, sql`SELECT 1`).catch(() => TIMED_OUT);
+      async (request) => {
+        const answer = await within(READY_WITHIN_MS, request.sql`SELECT 1`).catch(() => TIMED_OUT);
         if (answer === TIMED_OUT) throw new AppError(503, 'Database unavailable');
         return { status: 'ready' };
       },

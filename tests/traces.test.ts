@@ -152,7 +152,9 @@ describe.each([
     expect(unsampledLine).not.toHaveProperty('trace_id');
     expect(unsampledLine).not.toHaveProperty('span_id');
     // A route's own log level holds on a traced request: the probe (logged from warn up) wrote no line.
-    expect(spans.some((s) => s.kind === SERVER && s.name === 'GET /readyz')).toBe(true);
+    const probe = spans.find((s) => s.kind === SERVER && s.name === 'GET /readyz');
+    expect(probe).toBeDefined();
+    expect(spans.some((s) => s.kind === CLIENT && s.parentSpanId === probe!.spanId && attr(s, 'db.query.text') === 'SELECT 1')).toBe(true);
     expect(lines.filter((line) => line.req?.url === '/readyz')).toEqual([]);
   });
 });
