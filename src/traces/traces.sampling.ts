@@ -59,8 +59,14 @@ export class SampledFirst implements IdGenerator {
     const newTrace = caller === undefined || !isSpanContextValid(caller);
     const traceId = newTrace ? this.random.generateTraceId() : caller.traceId;
     if (this.sampler.shouldSample(parent, traceId, name, SpanKind.SERVER, {}, []).decision === SamplingDecision.NOT_RECORD) return undefined;
-    // Synchronous from here to startSpan's call of generateTraceId: no other span can take the id.
-    if (newTrace) this.judged = traceId;
-    return this.tracer!.startSpan(name, { kind: SpanKind.SERVER }, parent);
+    if (!newTrace) return this.tracer!.startSpan(name, { kind: SpanKind.SERVER }, parent);
+    // Synchronous from here to startSpan's call of generateTraceId: no other span can take the id. Forgotten
+    // after it either way, so an id the tracer did not take can never go to a later trace.
+    this.judged = traceId;
+    try {
+      return this.tracer!.startSpan(name, { kind: SpanKind.SERVER }, parent);
+    } finally {
+      this.judged = undefined;
+    }
   }
 }
