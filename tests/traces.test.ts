@@ -68,6 +68,15 @@ async function session(otel: Record<string, string>) {
   }
 }
 
+/** The service's JSON log lines so far. */
+function logLines(service: { output(): string }) {
+  return service
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { msg?: string; req?: { url?: string }; trace_id?: string; span_id?: string });
+}
+
 function attr(span: ReceivedSpan, name: string) {
   return span.attributes[name];
 }
@@ -135,11 +144,7 @@ describe.each([
     for (const s of spans) expect([SERVER, CLIENT]).toContain(s.kind);
 
     // The request's log line carries the exported span's ids.
-    const lines = service
-      .output()
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as { msg?: string; req?: { url?: string }; trace_id?: string; span_id?: string });
+    const lines = logLines(service);
     const logged = lines.find((line) => line.msg === 'request completed' && line.req?.url === `/system/dept-api/${id}`);
     expect(logged).toMatchObject({ trace_id: incoming.traceId, span_id: read.spanId, reqId: expect.any(String) });
 
@@ -236,12 +241,7 @@ describe('a ratio sampler', () => {
     }
     const spans = receiver.spans();
     const reads = spans.filter((s) => s.kind === SERVER && s.name === 'GET /system/dept-api/:id');
-    const logged = service
-      .output()
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as { msg?: string; req?: { url?: string }; trace_id?: string; span_id?: string })
-      .filter((line) => line.msg === 'request completed' && line.req?.url === '/system/dept-api/100');
+    const logged = logLines(service).filter((line) => line.msg === 'request completed' && line.req?.url === '/system/dept-api/100');
     expect(logged).toHaveLength(60);
     // About half kept (60 draws: outside 10-50 once in some 10^8 runs), each by the SDK's rule on its own trace id.
     expect(reads.length).toBeGreaterThan(10);

@@ -2,7 +2,6 @@ import { defaultTextMapGetter, ROOT_CONTEXT, SpanStatusCode, trace, type Context
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Sql } from '../db/database.js';
-import type { SampledFirst } from './traces.sampling.js';
 
 /**
  * The server span of each request (docs/operations.md#traces), made here
@@ -49,11 +48,15 @@ function end(request: FastifyRequest, reply: FastifyReply | undefined): void {
 }
 
 /**
- * `spans` starts a request's span if the sampler says so (src/traces/traces.sampling.ts);
+ * `startSpan` starts a request's span if the sampler says so (src/traces/traces.sampling.ts);
  * `propagator` reads an incoming `traceparent`; `spanSql(parent)` is the pool
  * recording its statements under `parent` (src/traces/sql.spans.ts).
  */
-export function requestSpans(spans: SampledFirst, propagator: TextMapPropagator, spanSql: (parent: Context) => Sql) {
+export function requestSpans(
+  startSpan: (name: string, parent: Context) => Span | undefined,
+  propagator: TextMapPropagator,
+  spanSql: (parent: Context) => Sql,
+) {
   return fp(
     async (app: FastifyInstance) => {
       app.decorateRequest(SPAN, null);
@@ -64,7 +67,7 @@ export function requestSpans(spans: SampledFirst, propagator: TextMapPropagator,
           request.headers.traceparent === undefined ? ROOT_CONTEXT : propagator.extract(ROOT_CONTEXT, request.headers, defaultTextMapGetter);
         const route = request.routeOptions.url;
         // The semantic conventions' name for a server span: "GET /system/dept-api/:id"; an unknown route, the method.
-        const span = spans.start(route === undefined ? request.method : `${request.method} ${route}`, parent);
+        const span = startSpan(route === undefined ? request.method : `${request.method} ${route}`, parent);
         if (span === undefined) {
           done();
           return;

@@ -35,7 +35,6 @@ export class SampledFirst implements IdGenerator {
   private readonly random = new RandomIdGenerator();
   /** The trace id the sampler has just judged; the tracer's next new trace takes it. */
   private judged: string | undefined;
-  private tracer: Tracer | undefined;
 
   constructor(private readonly sampler: Sampler) {}
 
@@ -47,24 +46,21 @@ export class SampledFirst implements IdGenerator {
     return id;
   };
 
-  /** The tracer of the provider that was given this object as its `idGenerator` and this sampler. */
-  use(tracer: Tracer): this {
-    this.tracer = tracer;
-    return this;
-  }
-
-  /** The request's span under `parent` (the caller's trace, if it sent one), or undefined if not sampled. */
-  start(name: string, parent: Context): Span | undefined {
+  /**
+   * The request's span under `parent` (the caller's trace, if it sent one), or undefined if not sampled;
+   * `tracer` is of the provider given this object as its `idGenerator` and this sampler.
+   */
+  start(tracer: Tracer, name: string, parent: Context): Span | undefined {
     const caller = trace.getSpanContext(parent);
     const newTrace = caller === undefined || !isSpanContextValid(caller);
     const traceId = newTrace ? this.random.generateTraceId() : caller.traceId;
     if (this.sampler.shouldSample(parent, traceId, name, SpanKind.SERVER, {}, []).decision === SamplingDecision.NOT_RECORD) return undefined;
-    if (!newTrace) return this.tracer!.startSpan(name, { kind: SpanKind.SERVER }, parent);
+    if (!newTrace) return tracer.startSpan(name, { kind: SpanKind.SERVER }, parent);
     // Synchronous from here to startSpan's call of generateTraceId: no other span can take the id. Forgotten
     // after it either way, so an id the tracer did not take can never go to a later trace.
     this.judged = traceId;
     try {
-      return this.tracer!.startSpan(name, { kind: SpanKind.SERVER }, parent);
+      return tracer.startSpan(name, { kind: SpanKind.SERVER }, parent);
     } finally {
       this.judged = undefined;
     }

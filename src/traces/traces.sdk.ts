@@ -42,11 +42,10 @@ export async function startTracing(config: TracesConfig): Promise<Tracing> {
   // request's span reaches its statements through request.sql, so no context manager (on Node 20, async hooks
   // behind every promise) is installed.
   const tracer = provider.getTracer('dept-tenant-service');
-  requests.use(tracer);
   const propagator = new W3CTraceContextPropagator();
 
   return {
-    plugin: (sql, target) => requestSpans(requests, propagator, sqlWithSpans(sql, tracer, target)),
+    plugin: (sql, target) => requestSpans((name, parent) => requests.start(tracer, name, parent), propagator, sqlWithSpans(sql, tracer, target)),
     async shutdown(timeoutMs) {
       await settledWithin(timeoutMs, provider.shutdown());
     },
