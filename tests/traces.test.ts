@@ -35,6 +35,7 @@ function traceparent() {
  * service (its shutdown flushes the spans).
  */
 async function session(otel: Record<string, string>) {
+  const startedAt = BigInt(Date.now()) * 1_000_000n;
   const service = await startService({ ...db.env, ADMIN_PASSWORD: PASSWORD, ...otel });
   try {
     const secretName = `Secret-${randomBytes(6).toString('hex')}`;
@@ -50,7 +51,7 @@ async function session(otel: Record<string, string>) {
     const id = Number(/\/(\d+)$/.exec(created.headers.get('location') ?? '')?.[1]);
     const incoming = traceparent();
     const read = await fetch(`${service.base}/system/dept-api/${id}`, {
-      headers: { authorization: `Bearer ${token}`, traceparent: incoming.header },
+      headers: { authorization: `Bearer ${token}`, traceparent: incoming.header, tracestate: 'upstream=t61rcWkgMzE' },
     });
     expect(read.status).toBe(200);
     // A search term rides in the query string, which is never recorded.
@@ -62,7 +63,8 @@ async function session(otel: Record<string, string>) {
       headers: { authorization: `Bearer ${token}`, traceparent: unsampled.header.replace(/-01$/, '-00') },
     });
     expect(tree.status).toBe(200);
-    return { service, secretName, token, id, incoming, unsampled, stopped: await service.stop() };
+    const stopped = await service.stop();
+    return { service, secretName, token, id, incoming, unsampled, stopped, between: [startedAt, BigInt(Date.now()) * 1_000_000n] as const };
   } finally {
     if (service.child.exitCode === null) service.child.kill('SIGKILL');
   }
@@ -87,7 +89,7 @@ describe.each([
 ])('traces over OTLP %s', (protocol, env) => {
   it('a server span per request with its route and status, statement spans under it, the incoming trace honoured, no values', async () => {
     receiver.requests.length = 0;
-    const { service, secretName, token, id, incoming, unsampled, stopped } = await session({
+    const { service, secretName, token, id, incoming, unsampled, stopped, between } = await session({
       ...env(receiver.base),
       OTEL_SERVICE_NAME: 'traces-test',
       OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=test',
@@ -105,6 +107,12 @@ describe.each([
     }
     const spans = receiver.spans();
     expect(spans[0]!.resource).toMatchObject({ 'service.name': 'traces-test', 'deployment.environment.name': 'test' });
+    // Every span: the service's scope, and a start and an end on the wall clock, in order, within the session.
+    for (const s of spans) {
+      expect(s.scope).toBe('dept-tenant-service');
+      expect(s.start <= s.end, `${s.name} ends before it starts`).toBe(true);
+      expect(s.start >= between[0] && s.end <= between[1], `${s.name} outside the session`).toBe(true);
+    }
 
     // Exactly one SERVER span for the read, in the caller's trace, under the caller's span.
     const reads = spans.filter((s) => s.kind === SERVER && attr(s, 'url.path') === `/system/dept-api/${id}`);
@@ -113,6 +121,8 @@ describe.each([
     expect(read).toMatchObject({ name: 'GET /system/dept-api/:id', traceId: incoming.traceId, parentSpanId: incoming.parentId });
     expect(read.attributes).toMatchObject({ 'http.route': '/system/dept-api/:id', 'http.response.status_code': 200, 'http.request.method': 'GET' });
     expect(read.status.code).not.toBe(STATUS_ERROR);
+    // The caller's tracestate goes on with its trace, to the statements' spans too.
+    expect(read.traceState).toBe('upstream=t61rcWkgMzE');
 
     // Its statements: children of it, with the text as sent ($n placeholders) and the database named.
     const statements = spans.filter((s) => s.parentSpanId === read.spanId);
@@ -120,6 +130,9 @@ describe.each([
     for (const s of statements) {
       expect(s.kind).toBe(CLIENT);
       expect(s.traceId).toBe(incoming.traceId);
+      expect(s.traceState).toBe('upstream=t61rcWkgMzE');
+      // A statement runs within its request.
+      expect(s.start >= read.start && s.end <= read.end, `${s.name} outside its request`).toBe(true);
       expect(s.attributes).toMatchObject({ 'db.system.name': 'postgresql', 'db.namespace': expect.any(String), 'db.query.text': expect.any(String) });
       expect(String(attr(s, 'db.query.text'))).not.toContain(String(id));
     }
@@ -132,6 +145,7 @@ describe.each([
     const creates = spans.filter((s) => s.kind === SERVER && s.name === 'POST /system/dept-api');
     expect(creates).toHaveLength(1);
     expect(creates[0]!.parentSpanId).toBe('');
+    expect(creates[0]!.traceState).toBe('');
     expect(spans.some((s) => s.parentSpanId === creates[0]!.spanId && /\bINSERT INTO sys_dept\b/.test(String(attr(s, 'db.query.text'))))).toBe(true);
 
     // The list's query string (the search term) is not recorded; the path is.

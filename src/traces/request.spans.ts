@@ -1,7 +1,8 @@
-import { defaultTextMapGetter, ROOT_CONTEXT, SpanStatusCode, trace, type Context, type Span, type TextMapPropagator } from '@opentelemetry/api';
+import { defaultTextMapGetter, ROOT_CONTEXT, SpanStatusCode, type Context, type TextMapPropagator } from '@opentelemetry/api';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Sql } from '../db/database.js';
+import type { RecordedSpan } from './traces.span.js';
 
 /**
  * The server span of each request (docs/operations.md#traces), made here
@@ -25,7 +26,7 @@ const SPAN = Symbol('requestSpan');
 
 declare module 'fastify' {
   interface FastifyRequest {
-    [SPAN]: Span | null;
+    [SPAN]: RecordedSpan | null;
   }
 }
 
@@ -53,9 +54,9 @@ function end(request: FastifyRequest, reply: FastifyReply | undefined): void {
  * recording its statements under `parent` (src/traces/sql.spans.ts).
  */
 export function requestSpans(
-  startSpan: (name: string, parent: Context) => Span | undefined,
+  startSpan: (name: string, parent: Context) => RecordedSpan | undefined,
   propagator: TextMapPropagator,
-  spanSql: (parent: Context) => Sql,
+  spanSql: (parent: RecordedSpan) => Sql,
 ) {
   return fp(
     async (app: FastifyInstance) => {
@@ -75,10 +76,9 @@ export function requestSpans(
         span.setAttribute('http.request.method', request.method);
         if (route !== undefined) span.setAttribute('http.route', route);
         span.setAttribute('url.path', pathOf(request.url));
-        const ctx = trace.setSpan(parent, span);
         request[SPAN] = span;
         // The handler's statements, and the session lookup of the auth hook after this one, record spans under it.
-        request.sql = spanSql(ctx);
+        request.sql = spanSql(span);
         // Every line this request logs leads to its trace (docs/operations.md#logs), its one line per request included.
         // The request's logger made again from the root's, as Fastify made it (its `reqId`, the route's level) plus
         // the ids: a child of the request's own child would make that one a prototype, which V8 makes costly per request.

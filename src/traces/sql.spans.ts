@@ -1,5 +1,6 @@
-import { SpanKind, SpanStatusCode, type Attributes, type Context, type Tracer } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, type Attributes } from '@opentelemetry/api';
 import type { Sql } from '../db/database.js';
+import type { RecordedSpan } from './traces.span.js';
 
 /**
  * A span per SQL statement (docs/operations.md#traces); postgres.js has no
@@ -49,16 +50,35 @@ function operationOf(text: string): string {
   return /^\s*([A-Za-z]+)/.exec(text)?.[1]?.toUpperCase() ?? 'SQL';
 }
 
-function instrument(tracer: Tracer, attributes: Attributes, parent: Context, query: ExecutableQuery): void {
+/** What every statement span of a target shares. */
+interface Statements {
+  /** A statement span's attributes, all keys present from the start (the text filled in at its end): one shape for all. */
+  attributes(): Attributes;
+  /** The span's name ("SELECT test"), kept per call site: a tagged template's strings are one array per site. */
+  names: WeakMap<readonly string[], string>;
+  database: string;
+}
+
+function nameOf(statements: Statements, query: ExecutableQuery, text: string): string {
+  let name = statements.names.get(query.strings);
+  if (name === undefined) {
+    name = `${operationOf(text)} ${statements.database}`;
+    // A statement that opens with an interpolated fragment takes its first word from the fragment: not kept.
+    if (/[A-Za-z]/.test(query.strings[0] ?? '')) statements.names.set(query.strings, name);
+  }
+  return name;
+}
+
+function instrument(statements: Statements, parent: RecordedSpan, query: ExecutableQuery): void {
   const handle = query.handle.bind(query);
   let started = false;
   query.handle = () => {
     if (started) return handle();
     started = true;
-    const span = tracer.startSpan('SQL', { kind: SpanKind.CLIENT, attributes }, parent);
+    const span = parent.child('SQL', SpanKind.CLIENT, statements.attributes());
     const finish = () => {
       const text = textOf(query);
-      span.updateName(`${operationOf(text)} ${String(attributes['db.namespace'])}`);
+      span.updateName(nameOf(statements, query, text));
       span.setAttribute('db.query.text', text);
       span.end();
     };
@@ -91,17 +111,26 @@ export interface SqlTarget {
  * and those of the transactions it opens (sql.begin hands the work a
  * transaction client of its own, wrapped the same way). One per sampled request.
  */
-export function sqlWithSpans(sql: Sql, tracer: Tracer, target: SqlTarget): (parent: Context) => Sql {
-  const attributes: Attributes = {
-    'db.system.name': 'postgresql',
-    'db.namespace': target.database,
-    ...(target.server ? { 'server.address': target.server.address, 'server.port': target.server.port } : {}),
+export function sqlWithSpans(sql: Sql, target: SqlTarget): (parent: RecordedSpan) => Sql {
+  const { database, server } = target;
+  const statements: Statements = {
+    attributes: server
+      ? () => ({
+          'db.system.name': 'postgresql',
+          'db.namespace': database,
+          'server.address': server.address,
+          'server.port': server.port,
+          'db.query.text': '',
+        })
+      : () => ({ 'db.system.name': 'postgresql', 'db.namespace': database, 'db.query.text': '' }),
+    names: new WeakMap(),
+    database,
   };
-  const wrap = <T extends object>(client: T, parent: Context): T =>
+  const wrap = <T extends object>(client: T, parent: RecordedSpan): T =>
     new Proxy(client, {
       apply(fn, thisArg, args) {
         const result: unknown = Reflect.apply(fn as (...a: unknown[]) => unknown, thisArg, args);
-        if (isQuery(result)) instrument(tracer, attributes, parent, result);
+        if (isQuery(result)) instrument(statements, parent, result);
         return result;
       },
       get(target, property) {
@@ -110,7 +139,7 @@ export function sqlWithSpans(sql: Sql, tracer: Tracer, target: SqlTarget): (pare
         if (property === 'unsafe' || property === 'file') {
           return (...args: unknown[]) => {
             const result: unknown = Reflect.apply(value, target, args);
-            if (isQuery(result)) instrument(tracer, attributes, parent, result);
+            if (isQuery(result)) instrument(statements, parent, result);
             return result;
           };
         }

@@ -1,4 +1,4 @@
-import { isSpanContextValid, SpanKind, trace, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import { isSpanContextValid, SpanKind, trace, type Context } from '@opentelemetry/api';
 import {
   AlwaysOffSampler,
   AlwaysOnSampler,
@@ -6,10 +6,10 @@ import {
   RandomIdGenerator,
   SamplingDecision,
   TraceIdRatioBasedSampler,
-  type IdGenerator,
   type Sampler,
 } from '@opentelemetry/sdk-trace-node';
 import type { TracesConfig } from './traces.config.js';
+import { RecordedSpan, type SpanSink } from './traces.span.js';
 
 /** The sampler `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` name (docs/operations.md#traces). */
 export function buildSampler({ sampler: name, samplerRatio }: TracesConfig): Sampler {
@@ -23,46 +23,41 @@ export function buildSampler({ sampler: name, samplerRatio }: TracesConfig): Sam
 
 /**
  * Starts a request's server span only once the sampler has said yes
- * (docs/benchmark.md#cost-of-traces). The SDK's tracer draws a span id and,
- * for a new trace, a trace id, asks the sampler, and for a request it drops
- * still makes a span context and a non-recording span. Here the trace id is
- * drawn first and the configured sampler asked with it; a request it drops
- * costs nothing more, and a sampled one goes to the tracer, whose id
- * generator (this object) hands it that same trace id. So the SDK's own
- * decision, made again in startSpan, is the same one, on the same id.
+ * (docs/benchmark.md#cost-of-traces): the trace id is drawn first (or taken
+ * from the caller's trace) and the configured sampler asked with it, so a
+ * request it drops costs the decision and nothing more: no span, no span
+ * context, no ids. A kept request gets a RecordedSpan with that trace id;
+ * its statements' spans are its children and are not asked again, as every
+ * sampler offered would keep them (the parent-based ones follow the parent,
+ * the ratio one judges the same trace id, always_on keeps all).
  */
-export class SampledFirst implements IdGenerator {
+export class SampledFirst {
   private readonly random = new RandomIdGenerator();
-  /** The trace id the sampler has just judged; the tracer's next new trace takes it. */
-  private judged: string | undefined;
+  private readonly sink: SpanSink;
 
-  constructor(private readonly sampler: Sampler) {}
+  constructor(
+    private readonly sampler: Sampler,
+    sink: Omit<SpanSink, 'spanId'>,
+  ) {
+    this.sink = { ...sink, spanId: () => this.random.generateSpanId() };
+  }
 
-  generateSpanId = (): string => this.random.generateSpanId();
-
-  generateTraceId = (): string => {
-    const id = this.judged ?? this.random.generateTraceId();
-    this.judged = undefined;
-    return id;
-  };
-
-  /**
-   * The request's span under `parent` (the caller's trace, if it sent one), or undefined if not sampled;
-   * `tracer` is of the provider given this object as its `idGenerator` and this sampler.
-   */
-  start(tracer: Tracer, name: string, parent: Context): Span | undefined {
+  /** The request's span under `parent` (the caller's trace, if it sent one), or undefined if not sampled. */
+  start(name: string, parent: Context): RecordedSpan | undefined {
     const caller = trace.getSpanContext(parent);
-    const newTrace = caller === undefined || !isSpanContextValid(caller);
-    const traceId = newTrace ? this.random.generateTraceId() : caller.traceId;
-    if (this.sampler.shouldSample(parent, traceId, name, SpanKind.SERVER, {}, []).decision === SamplingDecision.NOT_RECORD) return undefined;
-    if (!newTrace) return tracer.startSpan(name, { kind: SpanKind.SERVER }, parent);
-    // Synchronous from here to startSpan's call of generateTraceId: no other span can take the id. Forgotten
-    // after it either way, so an id the tracer did not take can never go to a later trace.
-    this.judged = traceId;
-    try {
-      return tracer.startSpan(name, { kind: SpanKind.SERVER }, parent);
-    } finally {
-      this.judged = undefined;
-    }
+    const joins = caller !== undefined && isSpanContextValid(caller);
+    const traceId = joins ? caller.traceId : this.random.generateTraceId();
+    const result = this.sampler.shouldSample(parent, traceId, name, SpanKind.SERVER, {}, []);
+    // RECORD (kept but not sampled) is exported by no processor; none of the samplers offered gives it.
+    if (result.decision !== SamplingDecision.RECORD_AND_SAMPLED) return undefined;
+    return new RecordedSpan(
+      this.sink,
+      name,
+      SpanKind.SERVER,
+      { ...result.attributes },
+      traceId,
+      joins ? caller : undefined,
+      result.traceState ?? (joins ? caller.traceState : undefined),
+    );
   }
 }

@@ -1,6 +1,6 @@
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
-import { BatchSpanProcessor, NodeTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-node';
+import { BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-node';
 import type { FastifyInstance } from 'fastify';
 import type { Sql } from '../db/database.js';
 import type { TracesConfig } from './traces.config.js';
@@ -30,24 +30,21 @@ async function exporter(config: TracesConfig): Promise<SpanExporter> {
 }
 
 export async function startTracing(config: TracesConfig): Promise<Tracing> {
-  const sampler = buildSampler(config);
-  const requests = new SampledFirst(sampler);
-  const provider = new NodeTracerProvider({
+  // The SDK's batch processor (it reads OTEL_BSP_* itself) and OTLP exporter, fed the service's own spans
+  // (src/traces/traces.span.ts): no tracer provider, no context manager, nothing made global. Nothing else
+  // in the process makes spans, and a request's span reaches its statements through request.sql.
+  const processor = new BatchSpanProcessor(await exporter(config));
+  const requests = new SampledFirst(buildSampler(config), {
+    processor,
     resource: defaultResource().merge(resourceFromAttributes({ ...config.resourceAttributes, 'service.name': config.serviceName })),
-    sampler,
-    idGenerator: requests,
-    spanProcessors: [new BatchSpanProcessor(await exporter(config))],
+    scope: { name: 'dept-tenant-service' },
   });
-  // Not registered as the process's global provider: nothing else in the process makes spans, and the
-  // request's span reaches its statements through request.sql, so no context manager (on Node 20, async hooks
-  // behind every promise) is installed.
-  const tracer = provider.getTracer('dept-tenant-service');
   const propagator = new W3CTraceContextPropagator();
 
   return {
-    plugin: (sql, target) => requestSpans((name, parent) => requests.start(tracer, name, parent), propagator, sqlWithSpans(sql, tracer, target)),
+    plugin: (sql, target) => requestSpans((name, parent) => requests.start(name, parent), propagator, sqlWithSpans(sql, target)),
     async shutdown(timeoutMs) {
-      await settledWithin(timeoutMs, provider.shutdown());
+      await settledWithin(timeoutMs, processor.shutdown());
     },
   };
 }

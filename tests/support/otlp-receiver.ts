@@ -60,6 +60,12 @@ export interface ReceivedSpan {
   status: { code: number; message: string };
   eventNames: string[];
   resource: Record<string, AttributeValue>;
+  /** Nanoseconds since the epoch. */
+  start: bigint;
+  end: bigint;
+  /** The W3C tracestate it carries, '' for none. */
+  traceState: string;
+  scope: string;
 }
 
 interface ReceivedRequest {
@@ -85,9 +91,15 @@ interface WireSpan {
   attributes?: { key: string; value?: WireValue }[];
   status?: { code?: number; message?: string };
   events?: { name: string }[];
+  startTimeUnixNano?: string | number;
+  endTimeUnixNano?: string | number;
+  traceState?: string;
 }
 interface WireRequest {
-  resourceSpans?: { resource?: { attributes?: { key: string; value?: WireValue }[] }; scopeSpans?: { spans?: WireSpan[] }[] }[];
+  resourceSpans?: {
+    resource?: { attributes?: { key: string; value?: WireValue }[] };
+    scopeSpans?: { scope?: { name?: string }; spans?: WireSpan[] }[];
+  }[];
 }
 
 function hex(id: string | Uint8Array | undefined): string {
@@ -104,7 +116,7 @@ function attributes(list: { key: string; value?: WireValue }[] = []): Record<str
 }
 
 /** The spans of one export request, whichever protocol it came in. */
-function decode(request: ReceivedRequest): ReceivedSpan[] {
+export function decode(request: Pick<ReceivedRequest, 'contentType' | 'body'>): ReceivedSpan[] {
   const wire: WireRequest = request.contentType.startsWith('application/json')
     ? (JSON.parse(request.body.toString('utf8')) as WireRequest)
     : (ExportTraceServiceRequest.toObject(ExportTraceServiceRequest.decode(request.body), { longs: String, defaults: false }) as WireRequest);
@@ -120,6 +132,10 @@ function decode(request: ReceivedRequest): ReceivedSpan[] {
         status: { code: span.status?.code ?? 0, message: span.status?.message ?? '' },
         eventNames: (span.events ?? []).map((event) => event.name),
         resource: attributes(resourceSpans.resource?.attributes),
+        start: BigInt(span.startTimeUnixNano ?? 0),
+        end: BigInt(span.endTimeUnixNano ?? 0),
+        traceState: span.traceState ?? '',
+        scope: scope.scope?.name ?? '',
       })),
     ),
   );
