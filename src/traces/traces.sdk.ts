@@ -42,7 +42,7 @@ export async function startTracing(config: TracesConfig): Promise<Tracing> {
   const propagator = new W3CTraceContextPropagator();
 
   return {
-    plugin: (sql, target) => requestSpans((name, parent) => requests.start(name, parent), propagator, sqlWithSpans(sql, target)),
+    plugin: (sql, target) => requestSpans((name, parent) => requests.start(name, parent), propagator, sql, sqlWithSpans(sql, target)),
     async shutdown(timeoutMs) {
       await settledWithin(timeoutMs, processor.shutdown());
     },
