@@ -8,7 +8,7 @@ import {
   type SpanKind,
   type SpanStatus,
 } from '@opentelemetry/api';
-import type { InstrumentationScope } from '@opentelemetry/core';
+import { addHrTimes, hrTimeDuration, millisToHrTime, type InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-node';
 
@@ -37,21 +37,9 @@ export interface SpanSink {
 }
 
 // Wall-clock time as the SDK takes it: the process's time origin plus the monotonic clock, in [seconds, nanoseconds].
-const ORIGIN_MS = performance.timeOrigin;
-const ORIGIN_S = Math.trunc(ORIGIN_MS / 1000);
-const ORIGIN_NS = Math.round((ORIGIN_MS - ORIGIN_S * 1000) * 1e6);
-
-function now(): HrTime {
-  const ms = performance.now();
-  const s = Math.trunc(ms / 1000);
-  const ns = ORIGIN_NS + Math.round((ms - s * 1000) * 1e6);
-  return ns >= 1e9 ? [ORIGIN_S + s + 1, ns - 1e9] : [ORIGIN_S + s, ns];
-}
-
-function between(start: HrTime, end: HrTime): HrTime {
-  const ns = end[1] - start[1];
-  return ns < 0 ? [end[0] - start[0] - 1, ns + 1e9] : [end[0] - start[0], ns];
-}
+// The origin is converted once; the SDK's hrTime() converts it again for every call.
+const ORIGIN = millisToHrTime(performance.timeOrigin);
+const now = (): HrTime => addHrTimes(ORIGIN, millisToHrTime(performance.now()));
 
 const UNSET: SpanStatus = { code: SpanStatusCode.UNSET };
 const NONE: [] = [];
@@ -111,7 +99,7 @@ export class RecordedSpan implements ReadableSpan {
   end(): void {
     if (this.ended) return;
     this.endTime = now();
-    this.duration = between(this.startTime, this.endTime);
+    this.duration = hrTimeDuration(this.startTime, this.endTime);
     this.ended = true;
     this.sink.processor.onEnd(this);
   }
