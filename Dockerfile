@@ -34,7 +34,13 @@ COPY package.json ./
 COPY sql ./sql
 # The embedded database (used when DATABASE_URL is unset) lives in the volume.
 RUN mkdir -p /app/data && chown node:node /app/data
+# The operator's commands (docs/operations.md#commands) as `dept-tenant <command>`.
+RUN chmod +x dist/cli/cli.main.js && ln -s /app/dist/cli/cli.main.js /usr/local/bin/dept-tenant
 USER node
+# The embedded database's cluster made and migrated here, schema only (no admin, no token secret: the
+# first start makes those), so a container's first start skips initdb and the migrations. A new volume
+# starts as a copy of it; an empty directory mounted there is initialised at start as before.
+RUN DATA_DIR=/app/data dept-tenant migrate
 # 9464: the management listener, /metrics for Prometheus (docs/operations.md#metrics); keep it off the public network.
 EXPOSE 8080 9464
 VOLUME ["/app/data"]

@@ -5,7 +5,10 @@
 #   1. the test suite through testcontainers, against a PostgreSQL container
 #      started by Podman's Docker-compatible API;
 #   2. the project's Dockerfile, built, checked (no dev dependencies, not
-#      root), run against the host's PostgreSQL, logged into, stopped.
+#      root), run against the host's PostgreSQL, logged into, stopped;
+#   3. the example consumer (examples/consumer) on that image: the packages
+#      packed and installed from their tarballs, its suite run through
+#      @dept-tenant/testcontainers; the container bench's short mode.
 # Base images are built locally from Debian packages (debootstrap + podman
 # import) and kept, with Podman's storage, in a cache directory outside the
 # clone, so later runs reuse them.
@@ -21,7 +24,9 @@
 #   DEPT_CI_CACHE       cache directory (default /var/cache/dept-tenant-ci)
 #   CI_HOST_PG_URL      host PostgreSQL admin URL (default postgres://postgres@127.0.0.1:5432/test);
 #                       the image is run against a fresh database created there and dropped after
-#   DEBIAN_MIRROR       Debian mirror for debootstrap (default http://deb.debian.org/debian)
+#   DEBIAN_MIRROR       URL of the Debian archive debootstrap fetches from (default: the one
+#                       this machine's apt sources fetch Debian bookworm from; see
+#                       debian_archive_from_apt)
 #   DEPT_CI_LOCK_WAIT   seconds to wait for another run holding the cache (default 900)
 #   CI_SUITE_NODE       directory of the `node` that runs the test suite (put first on PATH
 #                       for it; default: the node on PATH)
@@ -50,7 +55,7 @@ esac
 
 CACHE="${DEPT_CI_CACHE:-/var/cache/dept-tenant-ci}"
 HOST_PG_URL="${CI_HOST_PG_URL:-postgres://postgres@127.0.0.1:5432/test}"
-DEBIAN_MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+DEBIAN_MIRROR="${DEBIAN_MIRROR:-}" # found when first needed (debootstrap_root)
 SUITE=bookworm
 STATE_DIR=/run/dept-tenant-ci # Podman's runroot and tmp_dir; fixed, as Podman's database records them
 PG_REPO=localhost/dept-ci-postgres
@@ -251,11 +256,72 @@ timeout 120 podman rm -af -t 5
 timeout 120 podman volume prune -f >/dev/null
 timeout 60 podman info --format 'podman {{.Version.Version}}, runtime {{.Host.OCIRuntime.Name}}, cgroups {{.Host.CgroupsVersion}} ({{.Host.CgroupManager}}), storage {{.Store.GraphDriverName}} at {{.Store.GraphRoot}}'
 
+# Prints the URL of the Debian archive this machine's apt already fetches
+# $SUITE from, so the script names no archive host of its own and builds
+# from the same place as the host's packages. It is the first enabled `deb`
+# source whose suites include $SUITE itself: that passes over the security
+# archive ($SUITE-security) and third-party repositories (suites of their
+# own). deb822 files (sources.list.d/*.sources; Debian 12 keeps its archives
+# in debian.sources) are read before one-line lists (sources.list,
+# sources.list.d/*.list). $1: the apt configuration directory. Fails, printing
+# nothing, if no source serves $SUITE.
+debian_archive_from_apt() {
+  local etc="${1:-/etc/apt}" f uri
+  for f in "$etc"/sources.list.d/*.sources; do
+    [ -r "$f" ] || continue
+    # Stanzas are separated by blank lines; a line starting with white space
+    # continues the field above it; Enabled: no switches a stanza off.
+    uri=$(awk -v suite="$SUITE" '
+      function stanza_end(   n, i, s, u) {
+        if (v["types"] ~ /(^|[ \t])deb([ \t]|$)/ && tolower(v["enabled"]) != "no") {
+          n = split(v["suites"], s)
+          for (i = 1; i <= n; i++) if (s[i] == suite) {
+            split(v["uris"], u)
+            if (u[1] ~ /^(https?|file):/) { print u[1]; found = 1; exit }
+          }
+        }
+        delete v
+        field = ""
+      }
+      /^#/ { next }
+      /^[ \t]*$/ { stanza_end(); next }
+      /^[ \t]/ { if (field != "") v[field] = v[field] " " $0; next }
+      {
+        i = index($0, ":")
+        field = tolower(substr($0, 1, i - 1))
+        v[field] = substr($0, i + 1)
+        gsub(/^[ \t]+|[ \t]+$/, "", v[field])
+      }
+      END { if (!found) stanza_end() }
+    ' "$f")
+    [ -z "$uri" ] || { echo "${uri%/}"; return 0; }
+  done
+  for f in "$etc/sources.list" "$etc"/sources.list.d/*.list; do
+    [ -r "$f" ] || continue
+    # deb [options] uri suite component...; the options may hold spaces.
+    uri=$(awk -v suite="$SUITE" '
+      /^[ \t]*deb[ \t]/ {
+        line = $0
+        sub(/#.*/, "", line)
+        gsub(/\[[^]]*\]/, " ", line)
+        split(line, w)
+        if (w[3] == suite && w[2] ~ /^(https?|file):/) { print w[2]; exit }
+      }
+    ' "$f")
+    [ -z "$uri" ] || { echo "${uri%/}"; return 0; }
+  done
+  return 1
+}
 # Builds a Debian root file system (minbase) into $1, with packages $2.
 WORK_DIR=$(mktemp -d "$CACHE/work.XXXXXX") # on the cache's file system: root file systems are hundreds of MB
 debootstrap_root() {
   local dir="$1" include="${2:-}" log
   log="$RUN_DIR/debootstrap-$(basename "$dir").log"
+  # Only here, so that a run whose images are all cached needs no Debian source.
+  if [ -z "$DEBIAN_MIRROR" ]; then
+    DEBIAN_MIRROR=$(debian_archive_from_apt) ||
+      die "no apt source on this machine serves Debian $SUITE (no enabled deb source with suite $SUITE in /etc/apt/sources.list.d/*.sources, /etc/apt/sources.list or /etc/apt/sources.list.d/*.list): set DEBIAN_MIRROR to a Debian archive's URL"
+  fi
   step "debootstrap --variant=minbase ${include:+--include=$include }$SUITE ($DEBIAN_MIRROR)"
   QUIET=1 long 900 "$log" debootstrap --variant=minbase ${include:+--include="$include"} --cache-dir="$CACHE/debs" \
     "$SUITE" "$dir" "$DEBIAN_MIRROR" || { tail -n 30 "$log"; die "debootstrap"; }
@@ -478,10 +544,17 @@ esac
 hc=$(timeout 60 podman image inspect --format '{{if .Config.Healthcheck}}{{join .Config.Healthcheck.Test " "}}{{end}}' "$APP_IMAGE")
 [ -n "$hc" ] || die "the image has no HEALTHCHECK"
 echo "health check: $hc"
-timeout 120 podman run --rm --network=none --entrypoint node "$APP_IMAGE" -e '
+# The packages only development needs: marked "dev" in the lockfile. A devDependency that a runtime
+# dependency also needs (@types/node, which exceljs's CSV writer lists among its dependencies) is not one.
+dev_only=$(node -e '
+  const lock = JSON.parse(require("node:fs").readFileSync("package-lock.json", "utf8")).packages;
+  const top = Object.entries(lock).filter(([path, p]) => p.dev && /^node_modules\/(@[^/]+\/)?[^/]+$/.test(path));
+  console.log(top.map(([path]) => path.slice("node_modules/".length)).join(","));
+')
+[ -n "$dev_only" ] || die "no dev-only packages found in package-lock.json"
+timeout 120 podman run --rm --network=none -e DEV_ONLY="$dev_only" --entrypoint node "$APP_IMAGE" -e '
   const fs = require("node:fs");
-  const pkg = JSON.parse(fs.readFileSync("package.json", "utf8"));
-  const bad = Object.keys(pkg.devDependencies ?? {}).filter((d) => fs.existsSync(`node_modules/${d}`));
+  const bad = process.env.DEV_ONLY.split(",").filter((d) => fs.existsSync(`node_modules/${d}`));
   for (const p of ["tests", "bench", "src", "node_modules/.bin/vitest", "node_modules/.bin/tsc"]) if (fs.existsSync(p)) bad.push(p);
   if (!fs.existsSync("dist/main.js")) bad.push("(missing dist/main.js)");
   const n = fs.readdirSync("node_modules").length;
@@ -549,6 +622,20 @@ timeout 60 psql "$HOST_PG_URL" -qX -v ON_ERROR_STOP=1 -c "DROP DATABASE $FRESH_D
 FRESH_DB=""
 echo "removed; database dropped"
 
+# ============================================ 8. the example consumer
+part "example consumer through the packages"
+# docs/testing.md#the-example-consumer: both packages packed (npm pack), installed from
+# the tarballs into examples/consumer alone, and its suite run on the image just built,
+# through @dept-tenant/testcontainers; then the container bench's short mode (figures only).
+consumer_env=(env -u DATABASE_URL PATH="$suite_path" DOCKER_HOST="unix://$SOCKET" TESTCONTAINERS_RYUK_DISABLED=true
+  TESTCONTAINERS_HOST_OVERRIDE=127.0.0.1 DEPT_TENANT_IMAGE="$APP_IMAGE" TEST_PG_IMAGE="$PG_IMAGE")
+step "on Node $(PATH="$suite_path" node --version): DEPT_TENANT_IMAGE=$APP_IMAGE bash examples/consumer/run.sh"
+long 900 "$RUN_DIR/consumer.log" "${consumer_env[@]}" bash examples/consumer/run.sh --reporter=default ||
+  die "the example consumer's suite failed"
+step "npm run bench -- container (BENCH_SHORT=1)"
+long 600 "$RUN_DIR/container-bench.log" "${consumer_env[@]}" BENCH_SHORT=1 npm run bench -- container ||
+  die "the container bench failed"
+
 part_done
 echo
-echo "containers.sh: OK ($counts; image $APP_IMAGE built from $NODE_IMAGE, started, logged into, stopped)"
+echo "containers.sh: OK ($counts; image $APP_IMAGE built from $NODE_IMAGE, started, logged into, stopped; the example consumer green)"

@@ -9,7 +9,7 @@ import { envelopePlugin } from './http/envelope.plugin.js';
 import { lifecyclePlugin, REQUEST_DEADLINE_MS } from './http/lifecycle.js';
 import { installErrorHandler } from './http/error.handler.js';
 import { retryReads } from './http/read.retry.js';
-import { buildValidator } from './http/validation.js';
+import { buildSerializer, buildValidator } from './http/validation.js';
 import { installJsonParser } from './http/json.parser.js';
 import { refuseInvalidQueryText } from './http/unicode.js';
 import { clientErrorHandler, frameworkErrors } from './http/framework.errors.js';
@@ -22,6 +22,7 @@ import { authPlugin } from './auth/auth.plugin.js';
 import { sessionIsLive, sharedJwtSecret } from './auth/auth.sql.js';
 import { authRoutes } from './auth/auth.routes.js';
 import { deptRoutes } from './depts/dept.routes.js';
+import { deptFileRoutes } from './depts/dept.file.routes.js';
 import { userRoutes } from './users/user.routes.js';
 import { tenantRoutes } from './tenants/tenant.routes.js';
 import { healthRoutes } from './health.routes.js';
@@ -39,6 +40,7 @@ import { ssoRoutes } from './sso/sso.routes.js';
 import { ssoSignInRoutes } from './sso/sso.signin.routes.js';
 import { quotaPlugin } from './quotas/quota.plugin.js';
 import { packageRoutes } from './packages/package.routes.js';
+import { restorePlugin } from './restore.plugin.js';
 
 export interface AppOptions {
   sql: Sql;
@@ -110,7 +112,7 @@ export async function buildApp({
     requestIdHeader: false,
     genReqId: requestId,
     childLoggerFactory: requestLogger,
-    schemaController: { compilersFactory: { buildValidator } },
+    schemaController: { compilersFactory: { buildValidator, buildSerializer } },
     frameworkErrors,
     clientErrorHandler,
     // Requests arriving during shutdown get our 503 envelope from lifecycle.ts instead of Fastify's own body.
@@ -141,6 +143,7 @@ export async function buildApp({
   const secret = config.jwtSecret ?? (await sharedJwtSecret(sql, randomBytes(48).toString('base64url')));
   await app.register(authPlugin, { secret, tokenTtl: config.tokenTtl, sessionCacheMs, sessionCacheCounts: caches.sessionCache });
 
+  await app.register(restorePlugin, { sql, listenSql: directSql });
   await app.register(healthRoutes);
   await app.register(authRoutes, { tokenTtl: config.tokenTtl });
   await app.register(deptRoutes, {
@@ -148,6 +151,7 @@ export async function buildApp({
     chartCacheBytes: (config.chartCacheMb ?? DEFAULT_CHART_CACHE_MB) * 2 ** 20,
     chartCacheCounts: caches.chartCache,
   });
+  await app.register(deptFileRoutes, { prefix: '/system/dept-api' });
   await app.register(userRoutes, { prefix: '/system/user-api' });
   await app.register(tenantRoutes, { prefix: '/system/tenant-api' });
   await app.register(apiKeyRoutes, { prefix: '/system/apikey-api' });

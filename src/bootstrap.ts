@@ -3,6 +3,9 @@ import { LOCK } from './db/locks.js';
 import { PLATFORM_TENANT } from './identity/roles.js';
 import { hashPassword, randomPassword, verifyPassword } from './auth/password.js';
 import { transaction } from './db/retry.js';
+import { bumpTenantListVersion } from './identity/tenant.version.js';
+import { keepNameGrams } from './tenants/tenant.grams.js';
+import { chartBump } from './depts/dept.chart.js';
 
 /**
  * docs/operations.md#first-start: an empty database gets the platform tenant 000000, its root
@@ -16,13 +19,18 @@ export async function bootstrap(sql: Sql, adminPassword: string | undefined): Pr
     const [exists] = await tx`SELECT 1 FROM sys_tenant WHERE tenant_id = ${PLATFORM_TENANT}`;
     if (exists) return {};
     const password = adminPassword ?? randomPassword();
-    await tx`
+    const [tenant] = await tx<{ id: string }[]>`
       INSERT INTO sys_tenant (tenant_id, tenant_name, company_name, contact_user_name, contact_phone, create_by)
-      VALUES (${PLATFORM_TENANT}, 'Platform', 'Platform', 'admin', '0', 'system')`;
+      VALUES (${PLATFORM_TENANT}, 'Platform', 'Platform', 'admin', '0', 'system')
+      RETURNING id::text AS id`;
+    await keepNameGrams(tx, tenant!.id, 'Platform', false);
+    await bumpTenantListVersion(tx);
     const [dept] = await tx<{ deptId: number }[]>`
-      INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, create_by)
-      VALUES (${PLATFORM_TENANT}, 0, '0', 'Platform', 'system')
-      RETURNING dept_id AS "deptId"`;
+      WITH created AS (
+        INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, create_by)
+        VALUES (${PLATFORM_TENANT}, 0, '0', 'Platform', 'system')
+        RETURNING dept_id) ${chartBump(tx, PLATFORM_TENANT)}
+      SELECT dept_id AS "deptId" FROM created`;
     await tx`
       INSERT INTO sys_user (tenant_id, dept_id, user_name, nick_name, role, password_hash, create_by)
       VALUES (${PLATFORM_TENANT}, ${dept!.deptId}, 'admin', 'Administrator', 'superadmin', ${await hashPassword(password)}, 'system')`;

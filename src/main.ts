@@ -4,6 +4,7 @@ import { openEmbedded, openPostgres, type Database } from './db/database.js';
 import { DataDirBusyError } from './db/data-dir.lock.js';
 import { waitForDatabase } from './db/startup.js';
 import { migrate, MigrationError } from './db/migrate.js';
+import { distributeSchema, isCitus, setCitus } from './db/citus.js';
 import { adminPasswordMatches, bootstrap } from './bootstrap.js';
 import { buildApp } from './app.js';
 import type { FastifyBaseLogger } from 'fastify';
@@ -11,6 +12,8 @@ import { listenManagement } from './metrics/management.server.js';
 import { parseDatabaseUrl } from './db/url.js';
 import type { Tracing } from './traces/traces.sdk.js';
 import { settledWithin, TIMED_OUT, within } from './core/timeout.js';
+import { listenControl } from './db/control.socket.js';
+import { backup, restore } from './db/backup.js';
 
 /** docs/operations.md#traces: the SDK is imported only when tracing is on. */
 async function loadTracing(config: Config): Promise<Tracing | undefined> {
@@ -25,8 +28,8 @@ function sqlTarget(config: Config) {
   return hosts.length === 1 ? { database, server: { address: hosts[0]!.host, port: hosts[0]!.port } } : { database };
 }
 
-async function openDatabase(config: Config): Promise<Database> {
-  if (config.databaseUrl) return openPostgres(config.databaseUrl, { prepare: config.dbPrepare, directUrl: config.databaseDirectUrl });
+async function openDatabase(config: Config, citus = false): Promise<Database> {
+  if (config.databaseUrl) return openPostgres(config.databaseUrl, { prepare: config.dbPrepare, directUrl: config.databaseDirectUrl, citus });
   keepMemorySmall();
   return openEmbedded(config.dataDir);
 }
@@ -69,7 +72,7 @@ async function main(): Promise<void> {
   }
 
   const tracing = await loadTracing(config);
-  const db = await openDatabase(config);
+  let db = await openDatabase(config);
   await waitForDatabase(db, config.dbStartTimeout, ({ where, refused, reason }, retryInMs) =>
     console.error(`${where} ${refused ? 'refused the connection' : 'not answering'} (${reason}); retrying in ${(retryInMs / 1000).toFixed(1)} s`),
   );
@@ -77,7 +80,16 @@ async function main(): Promise<void> {
   const statementDeadline = db.deadline.ms;
   db.deadline.ms = 0;
   const applied = await migrate(db.direct);
+  // On a Citus coordinator (docs/scale-out.md): the tables not yet placed are placed, and the pools open again
+  // with every connection refusing a statement that would run on several shards.
+  const citus = config.databaseUrl !== undefined && (await isCitus(db.direct));
+  const placed = citus ? await distributeSchema(db.direct) : [];
   db.deadline.ms = statementDeadline;
+  if (citus) {
+    await db.close();
+    db = await openDatabase(config, true);
+    setCitus(true);
+  }
   const { generatedPassword } = await bootstrap(db.sql, config.adminPassword);
   if (generatedPassword) {
     // Printed once, on first start only, as a plain line of its own between the
@@ -93,9 +105,19 @@ async function main(): Promise<void> {
     config,
     tracing: tracing?.plugin(db.sql, sqlTarget(config)),
   });
-  app.log.info({ database: db.description, migrations: applied }, 'database ready');
+  app.log.info({ database: db.description, migrations: applied, ...(citus ? { citus: { placed } } : {}) }, 'database ready');
   // Before the API's port: a management port that is taken stops the start with nothing listening.
   const management = config.managementPort ? await listenManagement(app, { port: config.managementPort, host: config.managementHost }) : undefined;
+  // The embedded database's door for `dept-tenant backup` / `restore` while the service holds DATA_DIR; open before the
+  // API's port, so a service that answers also takes the commands.
+  const control = config.databaseUrl
+    ? undefined
+    : await listenControl(config.dataDir, async (command, file) => {
+        if (command === 'backup') return backup(db.sql, file);
+        const summary = await restore(db.sql, file);
+        app.dataReplaced();
+        return summary;
+      });
   await app.listen({ port: config.port, host: config.host });
 
   // docs/operations.md: stop accepting, let in-flight requests finish for up to
@@ -112,6 +134,7 @@ async function main(): Promise<void> {
     try {
       const outcome = (await within(config.shutdownTimeout * 1000, app.close())) === TIMED_OUT ? 'cut off' : 'clean';
       await management?.close();
+      control?.close();
       if (outcome === 'cut off') {
         app.log.error({ timeoutSeconds: config.shutdownTimeout }, 'shutdown: requests still running after SHUTDOWN_TIMEOUT were cut off');
         app.server.closeAllConnections();

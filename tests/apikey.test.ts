@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildTestApp, Client, createUserAndLogin, secondNode, type Node, type TestApp } from './support/app.js';
-import { dayFromToday, eventually, provisionTenant, readTenant, writable, type Provisioned } from './support/tenant-fixtures.js';
+import { dayFromToday, createTenantWithAdmin, readTenant, writable, type TenantWithAdmin } from './support/tenant-fixtures.js';
 
 // API keys through HTTP (docs/security.md#api-keys): created by a tenant's
 // admins and shown once, only a hash kept; sent as a Bearer token they act
@@ -37,7 +37,7 @@ const auditOf = async (action: string, entityId: number | string) =>
 
 describe('creating, reading and revoking keys', () => {
   it('shows the key once, `sk_` and base64url of at least 32 random bytes, and stores only its SHA-256', async () => {
-    const p = await provisionTenant(t, t.root);
+    const p = await createTenantWithAdmin(t);
     const { data, location } = await newKey(p.admin, { name: 'hr-sync', role: 'user', expiresAt: dayFromToday(30) });
     expect(Object.keys(data).sort()).toEqual(['createTime', 'expiresAt', 'id', 'key', 'name', 'role']);
     expect(data).toMatchObject({ name: 'hr-sync', role: 'user', expiresAt: dayFromToday(30) });
@@ -76,7 +76,7 @@ describe('creating, reading and revoking keys', () => {
   });
 
   it('refuses bad bodies, a role above admin, a user, a duplicate live name and a last day already past', async () => {
-    const p = await provisionTenant(t, t.root);
+    const p = await createTenantWithAdmin(t);
     for (const body of [
       {},
       { name: 'x' },
@@ -104,14 +104,14 @@ describe('creating, reading and revoking keys', () => {
     const again = await p.admin.post(API, { name: 'dup', role: 'user' });
     expect(again.status).toBe(409);
     // Another tenant may use the name; a revoked key's name is free again.
-    await newKey((await provisionTenant(t, t.root)).admin, { name: 'dup' });
+    await newKey((await createTenantWithAdmin(t)).admin, { name: 'dup' });
     expect((await p.admin.delete(`${API}/${first.data.id}`)).status).toBe(200);
     await newKey(p.admin, { name: 'dup' });
     expect(await t.sql`SELECT 1 FROM sys_api_key WHERE tenant_id = ${p.tenant.tenantId} AND name = 'old'`).toHaveLength(0);
   });
 
   it('revokes at once on this node and within 2 s on another; a revoked key is gone from reads', async () => {
-    const p = await provisionTenant(t, t.root);
+    const p = await createTenantWithAdmin(t);
     const { data, client } = await newKey(p.admin);
     const onNode2 = new Client(node2.app, data.key);
     expect((await client.get('/system/dept-api/list')).status).toBe(200);
@@ -123,12 +123,7 @@ describe('creating, reading and revoking keys', () => {
     expect(refused.body).toMatchObject({ code: 401, data: null });
     // Node 2 read the key before the revoke and keeps it at most 2 s; the bound adds a poll (200 ms) and a loaded machine's request.
     const started = Date.now();
-    const onOther = await eventually(
-      () => onNode2.get('/system/dept-api/list'),
-      (res) => res.status === 401,
-      3_000,
-    );
-    expect(onOther.status).toBe(401);
+    await expect.poll(async () => (await onNode2.get('/system/dept-api/list')).status, { timeout: 3_000, interval: 200 }).toBe(401);
     expect(Date.now() - started).toBeLessThan(3_000);
 
     expect((await p.admin.get(`${API}/${data.id}`)).status).toBe(404);
@@ -139,8 +134,8 @@ describe('creating, reading and revoking keys', () => {
   });
 
   it("reaches only its own tenant's keys: another tenant's key id is 404", async () => {
-    const a = await provisionTenant(t, t.root);
-    const b = await provisionTenant(t, t.root);
+    const a = await createTenantWithAdmin(t);
+    const b = await createTenantWithAdmin(t);
     const { data } = await newKey(b.admin);
     expect((await a.admin.get(`${API}/${data.id}`)).status).toBe(404);
     expect((await a.admin.delete(`${API}/${data.id}`)).status).toBe(404);
@@ -150,8 +145,8 @@ describe('creating, reading and revoking keys', () => {
 
 describe('a key as the credential', () => {
   it('acts in its own tenant with its role; audit records and createBy name it apikey:<name>; lastUsedTime to the minute', async () => {
-    const p = await provisionTenant(t, t.root);
-    const other = await provisionTenant(t, t.root);
+    const p = await createTenantWithAdmin(t);
+    const other = await createTenantWithAdmin(t);
     const { data, client } = await newKey(p.admin, { name: 'provisioner' });
 
     const created = await deptOf(client, 'Made by a key');
@@ -185,7 +180,7 @@ describe('a key as the credential', () => {
   });
 
   it('a user-role key reads but may not write or manage keys', async () => {
-    const p = await provisionTenant(t, t.root);
+    const p = await createTenantWithAdmin(t);
     const { client } = await newKey(p.admin, { role: 'user' });
     expect((await client.get('/system/dept-api/list')).status).toBe(200);
     const write = await deptOf(client, 'Nope');
@@ -196,8 +191,8 @@ describe('a key as the credential', () => {
   });
 
   it('is refused when unknown, malformed or pointed at another tenant, and on the routes of a personal session', async () => {
-    const p = await provisionTenant(t, t.root);
-    const other = await provisionTenant(t, t.root);
+    const p = await createTenantWithAdmin(t);
+    const other = await createTenantWithAdmin(t);
     const { data, client } = await newKey(p.admin);
     // The same secret presented as another tenant's key: the hash does not match there.
     const bytes = Buffer.from(data.key.slice(3), 'base64url');
@@ -217,24 +212,26 @@ describe('a key as the credential', () => {
   });
 
   it('dies at the end of its last day; a refused key is not marked used', async () => {
-    const p = await provisionTenant(t, t.root);
+    const p = await createTenantWithAdmin(t);
     const { data, client } = await newKey(p.admin, { expiresAt: dayFromToday(0) });
     expect((await client.get('/system/dept-api/list')).status).toBe(200);
     await t.sql`UPDATE sys_api_key SET last_used_time = NULL WHERE tenant_id = ${p.tenant.tenantId} AND key_id = ${data.id}`;
     // Time passes: the stored last day becomes yesterday.
     await t.sql`UPDATE sys_api_key SET expires_at = ${dayFromToday(-1)}::date WHERE tenant_id = ${p.tenant.tenantId} AND key_id = ${data.id}`;
-    const refused = await eventually(
-      () => client.get('/system/dept-api/list'),
-      (res) => res.status === 401,
-      3_000,
+    const refused = await vi.waitFor(
+      async () => {
+        const res = await client.get('/system/dept-api/list');
+        expect(res.status).toBe(401);
+        return res;
+      },
+      { timeout: 3_000, interval: 200 },
     );
-    expect(refused.status).toBe(401);
     expect(refused.body.msg).toContain(`expired on ${dayFromToday(-1)}`);
     expect((await p.admin.get(`${API}/${data.id}`)).body.data.lastUsedTime).toBeNull();
   });
 
   it('does not count against accountCount', async () => {
-    const p = await provisionTenant(t, t.root, { accountCount: 1 });
+    const p = await createTenantWithAdmin(t, t.root, { accountCount: 1 });
     const full = await p.admin.post('/system/user-api', { userName: 'one_too_many', password: 'password-123' });
     expect(full.status, JSON.stringify(full.body)).not.toBe(200);
     for (let i = 0; i < 3; i++) await newKey(p.admin);
@@ -244,16 +241,16 @@ describe('a key as the credential', () => {
 
 describe("the tenant chain's suspension", () => {
   /** PUT the tenant's current state with `patch`, as `as` (an ancestor's admin). */
-  async function change(as: Client, p: Provisioned, patch: Record<string, unknown>) {
+  async function change(as: Client, p: TenantWithAdmin, patch: Record<string, unknown>) {
     const res = await as.put('/system/tenant-api', { ...writable(await readTenant(t.root, p.tenant.id)), ...patch });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
   }
   const use = (client: Client) => client.get('/system/dept-api/list');
 
   it("disabling the tenant or an ancestor revokes the subtree's keys for good, naming the cause", async () => {
-    const a = await provisionTenant(t, t.root);
-    const b = await provisionTenant(t, a.admin);
-    const outside = await provisionTenant(t, t.root);
+    const a = await createTenantWithAdmin(t);
+    const b = await createTenantWithAdmin(t, a.admin);
+    const outside = await createTenantWithAdmin(t);
     const bKey = (await newKey(b.admin)).client;
     const outsideKey = (await newKey(outside.admin)).client;
 
@@ -271,26 +268,21 @@ describe("the tenant chain's suspension", () => {
   });
 
   it('a service period that lapses refuses the key while it lasts; deleting the tenant ends it', async () => {
-    const p = await provisionTenant(t, t.root);
+    const p = await createTenantWithAdmin(t);
     const { client } = await newKey(p.admin);
     // The period runs out as time passes (no write through the API): refused while outside it, back when extended.
     await t.sql`UPDATE sys_tenant SET end_time = ${dayFromToday(-1)}::date WHERE tenant_id = ${p.tenant.tenantId}`;
-    const lapsed = await eventually(
-      () => use(client),
-      (res) => res.status === 401,
-      3_000,
+    const lapsed = await vi.waitFor(
+      async () => {
+        const res = await use(client);
+        expect(res.status).toBe(401);
+        return res;
+      },
+      { timeout: 3_000, interval: 200 },
     );
     expect(lapsed.body.msg).toContain('service period ended');
     await t.sql`UPDATE sys_tenant SET end_time = NULL WHERE tenant_id = ${p.tenant.tenantId}`;
-    expect(
-      (
-        await eventually(
-          () => use(client),
-          (res) => res.status === 200,
-          3_000,
-        )
-      ).status,
-    ).toBe(200);
+    await expect.poll(async () => (await use(client)).status, { timeout: 3_000, interval: 200 }).toBe(200);
 
     expect((await t.root.delete(`/system/tenant-api/${p.tenant.id}`)).status).toBe(200);
     const deleted = await use(client);

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordAudit } from '../src/audit/audit.record.js';
 import type { Sql } from '../src/db/database.js';
 import { ADMIN_PASSWORD, buildTestApp, Client, secondNode, type Node as AppNode, type TestApp } from './support/app.js';
-import { createTenantWithAdmin } from './support/tenants.js';
+import { createTenantWithAdmin } from './support/tenant-fixtures.js';
 
 // The promise of GET /system/audit-api/changes (docs/api-rules.md#audit-trail-and-change-feed): a reader that
 // keeps its cursor never misses a record and never sees one twice, while
@@ -49,7 +49,7 @@ describe('the change feed under concurrent writers', () => {
         app,
         sql: second.sql,
         root: await signIn('000000', 'admin', ADMIN_PASSWORD),
-        admins: await Promise.all(tenants.map(async (x) => ({ tenantId: x.tenantId, admin: await signIn(x.tenantId, 'admin', 'tenant-admin-pw') }))),
+        admins: await Promise.all(tenants.map(async (x) => ({ tenantId: x.tenantId, admin: await signIn(x.tenantId, x.username, x.password) }))),
       });
     }
 

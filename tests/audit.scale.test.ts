@@ -1,6 +1,8 @@
+import { bumpTenantListVersion } from '../src/identity/tenant.version.js';
+import type { Tx } from '../src/db/database.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, Client, type TestApp } from './support/app.js';
-import { childTenant as childTenantOf } from './support/tenants.js';
+import { createTenantWithAdmin, type TenantWithAdmin } from './support/tenant-fixtures.js';
 
 // docs/api-rules.md#paging and #audit-trail-and-change-feed, read across
 // many tenants: an admin's pages merge the records of its tenants newest
@@ -37,8 +39,6 @@ async function page<T>(client: Client, path: string): Promise<Page<T>> {
   return res.body.data as Page<T>;
 }
 
-const childTenant = (parent: Client, marker: string) => childTenantOf(t, parent, marker);
-
 /**
  * Writes records with positions after the last one handed out, as the
  * sequencer would leave them. The feed's row lock is held throughout, as the
@@ -50,7 +50,9 @@ async function placedAfterFeed(insert: (tx: TestApp['sql']) => Promise<unknown>)
   await t.sql.begin(async (tx) => {
     await tx`SELECT 1 FROM audit_feed WHERE id = 1 FOR UPDATE`;
     await insert(tx as unknown as TestApp['sql']);
-    await tx`UPDATE audit_feed SET last_position = (SELECT max(position) FROM audit_log) WHERE id = 1`;
+    await tx`UPDATE audit_feed SET assigned_position = (SELECT max(position) FROM audit_log), last_position = (SELECT max(position) FROM audit_log) WHERE id = 1`;
+    // Records loaded with positions: the time window's blocks widened once after the load (docs/operations.md).
+    await tx`SELECT audit_time_blocks_rebuild()`;
   });
 }
 
@@ -58,7 +60,7 @@ async function placedAfterFeed(insert: (tx: TestApp['sql']) => Promise<unknown>)
 async function positionedRecords(tenantIds: string[], count: number, action = 'dept.update'): Promise<void> {
   await placedAfterFeed(
     (tx) => tx`
-      WITH f AS (SELECT last_position FROM audit_feed WHERE id = 1)
+      WITH f AS (SELECT assigned_position AS last_position FROM audit_feed WHERE id = 1)
       INSERT INTO audit_log (position, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, changes)
       SELECT f.last_position + g, (${tenantIds}::text[])[1 + g % ${tenantIds.length}], 'bulk', '000000', ${action}, 'dept', g::text, '{}'
       FROM f, generate_series(1, ${count}) g`,
@@ -66,17 +68,17 @@ async function positionedRecords(tenantIds: string[], count: number, action = 'd
 }
 
 describe('an admin reading across its tenants', () => {
-  let top: Awaited<ReturnType<typeof childTenant>>;
-  let mid: Awaited<ReturnType<typeof childTenant>>;
-  let leaf: Awaited<ReturnType<typeof childTenant>>;
-  let other: Awaited<ReturnType<typeof childTenant>>;
+  let top: TenantWithAdmin;
+  let mid: TenantWithAdmin;
+  let leaf: TenantWithAdmin;
+  let other: TenantWithAdmin;
 
   beforeAll(async () => {
     // 000000 > top > mid > leaf, and `other` beside top, whose records interleave with theirs.
-    top = await childTenant(t.root, 'ScaleTop');
-    mid = await childTenant(top.admin, 'ScaleMid');
-    leaf = await childTenant(mid.admin, 'ScaleLeaf');
-    other = await childTenant(t.root, 'ScaleOther');
+    top = await createTenantWithAdmin(t, t.root, { tenantName: 'ScaleTop' });
+    mid = await createTenantWithAdmin(t, top.admin, { tenantName: 'ScaleMid' });
+    leaf = await createTenantWithAdmin(t, mid.admin, { tenantName: 'ScaleLeaf' });
+    other = await createTenantWithAdmin(t, t.root, { tenantName: 'ScaleOther' });
     await positionedRecords([other.tenantId, mid.tenantId, other.tenantId, leaf.tenantId, other.tenantId, other.tenantId], 60);
   });
 
@@ -121,7 +123,7 @@ describe('an admin reading across its tenants', () => {
     // Records of one day long ago, of an outside tenant and of the admin's, interleaved; and one each side of that day.
     await placedAfterFeed(
       (tx) => tx`
-        WITH f AS (SELECT last_position FROM audit_feed WHERE id = 1)
+        WITH f AS (SELECT assigned_position AS last_position FROM audit_feed WHERE id = 1)
         INSERT INTO audit_log (position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, changes)
         SELECT f.last_position + g, ${new Date(2001, 1, 3)}::timestamptz + make_interval(hours => g - 2),
           (${[other.tenantId, mid.tenantId, leaf.tenantId]}::text[])[1 + g % 3], 'window', '000000', 'dept.update', 'dept', g::text, '{}'
@@ -157,7 +159,7 @@ describe('an admin reading across its tenants', () => {
 
 describe('lists past 1,000 rows', () => {
   it('count the audit trail up to 1,000 or the end of the page asked for, then say the total is a lower bound', async () => {
-    const big = await childTenant(t.root, 'ScaleBig');
+    const big = await createTenantWithAdmin(t, t.root, { tenantName: 'ScaleBig' });
     await positionedRecords([big.tenantId], 1_006, 'dept.create');
     for (const client of [t.root, big.admin]) {
       const first = await page<AuditRecord>(client, `/system/audit-api/list?tenantId=${big.tenantId}&action=dept.create`);
@@ -188,7 +190,7 @@ describe('lists past 1,000 rows', () => {
     // the day's page is the highest positions, not the latest times.
     await placedAfterFeed(
       (tx) => tx`
-        WITH f AS (SELECT last_position FROM audit_feed WHERE id = 1)
+        WITH f AS (SELECT assigned_position AS last_position FROM audit_feed WHERE id = 1)
         INSERT INTO audit_log (position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, changes)
         SELECT f.last_position + g, ${new Date(2002, 2, 4)}::timestamptz + make_interval(mins => 1006 - g),
           '000000', 'day', '000000', 'dept.update', 'dept', g::text, '{}'
@@ -244,13 +246,18 @@ describe('lists past 1,000 rows', () => {
   });
 
   it('count the tenant list the same way; an admin of a small tenant elsewhere still sees only its own', async () => {
-    const big = await childTenant(t.root, 'ScaleWide');
-    const small = await childTenant(t.root, 'ScaleSmall');
+    const big = await createTenantWithAdmin(t, t.root, { tenantName: 'ScaleWide' });
+    const small = await createTenantWithAdmin(t, t.root, { tenantName: 'ScaleSmall' });
     const [parent] = await t.sql<{ path: string }[]>`SELECT ancestors || ',' || tenant_id AS path FROM sys_tenant WHERE tenant_id = ${big.tenantId}`;
     await t.sql`
       INSERT INTO sys_tenant (tenant_parent, ancestors, tenant_name, company_name, contact_user_name, contact_phone, create_by)
       SELECT ${big.tenantId}, ${parent!.path}, 'Wide ' || g, 'Wide company ' || g || ' ' || ${big.tenantId}, 'C', '1', 'test'
       FROM generate_series(1, 1005) g`;
+    // What a program writing sys_tenant in SQL keeps beside it (docs/operations.md): the names' trigrams and the rows' version.
+    await t.sql`
+      INSERT INTO sys_tenant_name_gram (gram, id)
+      SELECT g, w.id FROM sys_tenant w, tenant_name_grams(w.tenant_name) g WHERE w.tenant_parent = ${big.tenantId}`;
+    await bumpTenantListVersion(t.sql as unknown as Tx);
     // The tenant itself and 1,005 below it.
     const first = await page<TenantDto>(big.admin, '/system/tenant-api/list?pageSize=10');
     expect(first).toMatchObject({ total: 1_000, totalExact: false });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { ADMIN_PASSWORD, buildTestApp, Client, createUserAndLogin, secondNode, type Node, type TestApp } from './support/app.js';
 import { SseClient } from './support/sse.js';
-import { createTenantWithAdmin } from './support/tenants.js';
+import { createTenantWithAdmin } from './support/tenant-fixtures.js';
 
 // GET /system/audit-api/stream over real HTTP (docs/api-rules.md#audit-trail-and-change-feed): live events,
 // resumption with Last-Event-ID, heartbeats, visibility, errors before the
@@ -122,9 +122,7 @@ describe('the audit stream', () => {
     const streams = await Promise.all(Array.from({ length: 5 }, () => openStream(t.root)));
     expect(t.app.auditStreams.size).toBe(before + 5);
     for (const s of streams) s.close();
-    const deadline = Date.now() + 5000;
-    while (t.app.auditStreams.size > before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect(t.app.auditStreams.size).toBe(before);
+    await expect.poll(() => t.app.auditStreams.size, { timeout: 5000, interval: 20 }).toBe(before);
 
     const session = await t.login('000000', 'admin', ADMIN_PASSWORD);
     const stream = await openStream(session);
@@ -171,9 +169,7 @@ describe('the audit stream', () => {
     await new Promise<void>((resolve) => socket.once('connect', resolve));
     socket.pause();
     socket.write(`GET ${STREAM}?after=${after} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${t.root.token}\r\n\r\n`);
-    const deadline = Date.now() + 10_000;
-    while (t.app.auditStreams.size < before + 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    expect(t.app.auditStreams.size).toBe(before + 2);
+    await expect.poll(() => t.app.auditStreams.size, { timeout: 10_000, interval: 20 }).toBe(before + 2);
 
     // Each update records two lists of 10,000 menu ids (about 140 KB): the socket buffers fill up, the stall timer runs out.
     let updates = 0;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ADMIN_PASSWORD, buildTestApp, Client, createdId, createUserAndLogin, type TestApp } from './support/app.js';
-import { childTenant as childTenantOf, createTenantWithAdmin } from './support/tenants.js';
+import { createTenantWithAdmin, type TenantWithAdmin } from './support/tenant-fixtures.js';
 import { purgeAudit } from '../src/audit/audit.sql.js';
 import { diff, diffSql, recordedColumns, values, valuesSql, type RowImage } from '../src/audit/audit.record.js';
 
@@ -58,7 +58,7 @@ async function rawRows(): Promise<string> {
 
 describe('records of department writes', () => {
   it('create, update, move and a batch delete: one record each (one per row of the batch), fields as the audit rules say', async () => {
-    const { tenantId, admin, rootDeptId } = await createTenantWithAdmin(t);
+    const { tenantId, admin, rootDeptId, username } = await createTenantWithAdmin(t);
     const created = await send(admin, 'POST', '/system/dept-api', { parentId: rootDeptId, deptName: 'Sales', leader: 'Li', orderNum: 3 });
     expect(created.status).toBe(200);
     const deptId = createdId({ status: 200, body: created.body, headers: created.headers });
@@ -66,7 +66,7 @@ describe('records of department writes', () => {
     const [rec] = created.records;
     expect(rec).toMatchObject({
       tenantId,
-      userName: 'admin',
+      userName: username,
       userTenantId: tenantId,
       action: 'dept.create',
       entityType: 'dept',
@@ -172,7 +172,8 @@ describe('records of department writes', () => {
     expect(stored!.n).toBe(before);
   });
 
-  it('when the record cannot be written, the change does not happen (500, rolled back, no record)', async () => {
+  // The refusal is a trigger of the test's own, and Citus allows none on a distributed table.
+  it.skipIf(inject('citusNodes') !== '')('when the record cannot be written, the change does not happen (500, rolled back, no record)', async () => {
     const { admin, tenantId, rootDeptId } = await createTenantWithAdmin(t);
     // Only in this test's own database: the audit insert of one department name fails.
     await t.sql.unsafe(`
@@ -198,7 +199,7 @@ describe('records of department writes', () => {
 
 describe('records of user writes', () => {
   it('create, update, password change, delete; never a password or hash, in the API or in the table', async () => {
-    const { tenantId, admin } = await createTenantWithAdmin(t);
+    const { tenantId, admin, password: adminPassword } = await createTenantWithAdmin(t);
     const password = 'Secret-Password-1';
     const created = await send(admin, 'POST', '/system/user-api', { userName: 'alice', password, roles: ['user'], nickName: 'Alice' });
     const userId = createdId({ status: created.status, body: created.body, headers: created.headers });
@@ -241,7 +242,7 @@ describe('records of user writes', () => {
     const hash = stored!.hash;
     const api = JSON.stringify(await audit({ tenantId }));
     const table = await rawRows();
-    for (const secret of [password, newPassword, 'Third-Password-3', hash, 'tenant-admin-pw']) {
+    for (const secret of [password, newPassword, 'Third-Password-3', hash, adminPassword]) {
       expect(api).not.toContain(secret);
       expect(table).not.toContain(secret);
     }
@@ -336,25 +337,29 @@ describe('records of logins and logouts', () => {
     expect(disabled.status).toBe(403);
     expect(disabled.records[0]!.changes).toMatchObject({ status: 403, reason: expect.stringContaining('disabled') });
 
-    const session = await t.login(tenant.tenantId, 'admin', 'tenant-admin-pw');
+    const session = await t.login(tenant.tenantId, tenant.username, tenant.password);
     const out = await send(session, 'POST', '/auth/logout');
     expect(out.status).toBe(200);
     expect(out.records).toHaveLength(1);
-    expect(out.records[0]).toMatchObject({ action: 'auth.logout', entityType: 'session', userName: 'admin', tenantId: tenant.tenantId });
+    expect(out.records[0]).toMatchObject({ action: 'auth.logout', entityType: 'session', userName: tenant.username, tenantId: tenant.tenantId });
 
     const table = await rawRows();
-    for (const secret of [user.password, 'wrong-password-x', 'tenant-admin-pw', session.token!]) expect(table).not.toContain(secret);
+    for (const secret of [user.password, 'wrong-password-x', tenant.password, session.token!]) expect(table).not.toContain(secret);
   });
 });
 
 describe('GET /system/audit-api/list', () => {
-  let a: Awaited<ReturnType<typeof childTenant>>;
-  let b: Awaited<ReturnType<typeof childTenant>>;
-  let c: Awaited<ReturnType<typeof childTenant>>;
+  let a: TenantWithAdmin;
+  let b: TenantWithAdmin;
+  let c: TenantWithAdmin;
 
-  /** A tenant under `parent` (made by the parent's admin) with its own admin signed in and one department written. */
+  /**
+   * A tenant under `parent` (made by the parent's admin) with its own admin
+   * signed in and one department written. Its admin is named admin, as the
+   * superadmin is: the userName filters below look for that name.
+   */
   async function childTenant(parent: Client, marker: string) {
-    const child = await childTenantOf(t, parent, marker);
+    const child = await createTenantWithAdmin(t, parent, { tenantName: marker, username: 'admin' });
     expect((await child.admin.post('/system/dept-api', { parentId: 0, deptName: marker })).status).toBe(200);
     return child;
   }
@@ -493,6 +498,8 @@ describe('retention', () => {
     await t.sql`
       INSERT INTO audit_log (position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, changes)
       VALUES (2000000, now() - make_interval(days => 300), '000000', 'recent', '000000', 'dept.update', 'dept', '1', '{}')`;
+    // Records loaded with positions: the time window's blocks widened once after the load (docs/operations.md).
+    await t.sql`SELECT audit_time_blocks_rebuild()`;
     expect(await blocksOf([1000001, 2000000])).toEqual(['3906', '7812']);
     expect(await purgeAudit(t.appSql, 365, 4)).toBe(25);
     const left = await t.sql<{ userName: string }[]>`SELECT user_name AS "userName" FROM audit_log WHERE user_name IN ('old', 'recent')`;
@@ -505,18 +512,23 @@ describe('retention', () => {
   });
 
   // A second connection holds the record's lock; the embedded database has one connection.
-  it.skipIf(!inject('databaseUrl'))('keeps the position block of an old record another purge holds, until that record is gone', async () => {
-    await t.sql`
+  // Not on Citus, whose purge over several shards takes no row lock to skip (src/audit/audit.sql.ts, purgeAudit).
+  it.skipIf(!inject('databaseUrl') || inject('citusNodes') !== '')(
+    'keeps the position block of an old record another purge holds, until that record is gone',
+    async () => {
+      await t.sql`
       INSERT INTO audit_log (position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, changes)
       VALUES (3000000, now() - make_interval(days => 400), '000000', 'held', '000000', 'dept.update', 'dept', '1', '{}')`;
-    await t.sql.begin(async (tx) => {
-      await tx`SELECT 1 FROM audit_log WHERE position = 3000000 FOR UPDATE`;
-      expect(await purgeAudit(t.appSql, 365)).toBe(0);
-      expect(await blocksOf([3000000])).toEqual(['11718']);
-    });
-    expect(await purgeAudit(t.appSql, 365)).toBe(1);
-    expect(await blocksOf([3000000])).toEqual([]);
-  });
+      await t.sql`SELECT audit_time_blocks_rebuild()`;
+      await t.sql.begin(async (tx) => {
+        await tx`SELECT 1 FROM audit_log WHERE position = 3000000 FOR UPDATE`;
+        expect(await purgeAudit(t.appSql, 365)).toBe(0);
+        expect(await blocksOf([3000000])).toEqual(['11718']);
+      });
+      expect(await purgeAudit(t.appSql, 365)).toBe(1);
+      expect(await blocksOf([3000000])).toEqual([]);
+    },
+  );
 });
 
 describe('OpenAPI', () => {

@@ -3,7 +3,7 @@ import { buildApp } from '../src/app.js';
 import type { TokenClaims } from '../src/auth/auth.plugin.js';
 import { today } from '../src/core/time.js';
 import { ADMIN_PASSWORD, buildTestApp, Client, createdId, createUserAndLogin, secondNode, type TestApp } from './support/app.js';
-import { createTenantWithAdmin } from './support/tenants.js';
+import { createTenantWithAdmin } from './support/tenant-fixtures.js';
 
 // docs/security.md#sign-in-and-sessions and docs/api-rules.md#roles: login, tokens, their revocation, account and tenant state,
 // roles and permissions, the shared JWT secret, tenant isolation. Everything
@@ -384,9 +384,14 @@ describe('GET /auth/me', () => {
 
     const admin = await tenant.admin.get('/auth/me');
     expect(admin.status).toBe(200);
-    expect(admin.body.data.user.userName).toBe('admin');
+    expect(admin.body.data.user.userName).toBe(tenant.username);
     expect(admin.body.data.user.deptId).toBe(tenant.rootDeptId);
-    expect(admin.body.data.tenant).toEqual({ id: row!.id, tenantId: tenant.tenantId, tenantName: 'Fixture', companyName: row!.companyName });
+    expect(admin.body.data.tenant).toEqual({
+      id: row!.id,
+      tenantId: tenant.tenantId,
+      tenantName: tenant.tenant.tenantName,
+      companyName: row!.companyName,
+    });
     expect(admin.body.data.roles).toEqual(['admin']);
     expect(admin.body.data.permissions).toEqual(expect.arrayContaining(['system:dept:add', 'system:dept:remove', 'system:user:add']));
 

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, createdId, type Client, type TestApp } from './support/app.js';
 import { expectTreeInvariants } from './support/invariants.js';
-import { createTenantWithAdmin } from './support/tenants.js';
+import { createTenantWithAdmin } from './support/tenant-fixtures.js';
 
 // Races and arbitrary request sequences must never break the tree. On
 // PostgreSQL the requests below really run in parallel (a pool of 20

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildTestApp, createdId, type Client, type TestApp } from './support/app.js';
 import { expectTreeInvariants } from './support/invariants.js';
-import { createTenantWithAdmin } from './support/tenants.js';
+import { createTenantWithAdmin } from './support/tenant-fixtures.js';
 
 // Department writes lock the rows their rules read, not the tenant
 // (docs/architecture.md, row locks). Each test holds a row lock from a

@@ -1,20 +1,22 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, createdId, createUserAndLogin, type Client, type TestApp } from './support/app.js';
 import { expectTreeInvariants } from './support/invariants.js';
-import { createTenantWithAdmin } from './support/tenants.js';
+import { createTenantWithAdmin } from './support/tenant-fixtures.js';
 
 // The department rules (docs/api-rules.md#departments), through HTTP.
 
 let t: TestApp;
 let admin: Client;
 let tenantId: string;
+/** The tenant's admin's userName, as createBy and updateBy record it. */
+let adminName: string;
 let root: number;
 let n = 0;
 const unique = (prefix = 'D') => `${prefix}${++n}`;
 
 beforeAll(async () => {
   t = await buildTestApp();
-  ({ tenantId, rootDeptId: root, admin } = await createTenantWithAdmin(t));
+  ({ tenantId, rootDeptId: root, admin, username: adminName } = await createTenantWithAdmin(t));
 });
 afterAll(async () => t?.close());
 afterEach(async () => expectTreeInvariants(t.sql));
@@ -49,7 +51,7 @@ describe('create', () => {
       status: '0',
       delFlag: '0',
       tenantId,
-      createBy: 'admin',
+      createBy: adminName,
       updateBy: '',
       updateTime: null,
     });
@@ -84,7 +86,7 @@ describe('create', () => {
     ['deptName over 100', { deptName: 'x'.repeat(101) }, 'deptName'],
     ['negative orderNum', { orderNum: -1 }, 'orderNum'],
     ['fractional orderNum', { orderNum: 1.5 }, 'orderNum'],
-    ['leader over 20', { leader: 'x'.repeat(21) }, 'leader'],
+    ['leader over 100', { leader: 'x'.repeat(101) }, 'leader'],
     ['phone with letters', { phone: '138abc' }, 'phone'],
     ['phone over 20', { phone: '1'.repeat(21) }, 'phone'],
     ['invalid email', { email: 'not-an-email' }, 'email'],
@@ -141,15 +143,19 @@ describe('create', () => {
     expect((await admin.post('/system/dept-api', { parentId: root, deptName: unique(), tenantId })).status).toBe(200);
   });
 
-  it('takes JSON types as sent: no number for a string, null stays null', async () => {
+  it('takes JSON types as sent: no number for a string, null stays null; an id either way', async () => {
     for (const body of [
       { deptName: 5 },
-      { deptName: unique(), parentId: String(root) },
+      { deptName: unique(), parentId: `0${root}` },
+      { deptName: unique(), parentId: 1.5 },
       { deptName: unique(), status: 0 },
       { deptName: unique(), leader: 7 },
     ]) {
       expect((await admin.post('/system/dept-api', { parentId: root, ...body })).status).toBe(400);
     }
+    // An id as a decimal string is the same id (docs/api-rules.md#ids): the department answers with a number.
+    const byString = await create({ parentId: String(root) });
+    expect(await dept(byString)).toMatchObject({ parentId: root, deptId: byString });
     const id = await create({ leader: null, phone: null, email: null });
     const read = await dept(id);
     expect(read).toMatchObject({ leader: null, phone: null, email: null });
@@ -238,7 +244,7 @@ describe('update', () => {
     expect(res.status).toBe(200);
     expect(res.body.data).toBeNull();
     const d = await dept(id);
-    expect(d).toMatchObject({ deptName: 'Replaced', orderNum: 0, leader: null, phone: null, email: null, status: '0', updateBy: 'admin' });
+    expect(d).toMatchObject({ deptName: 'Replaced', orderNum: 0, leader: null, phone: null, email: null, status: '0', updateBy: adminName });
     expect(d.updateTime).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
   });
 
@@ -337,7 +343,7 @@ describe('delete', () => {
     expect(res.status).toBe(200);
     expect(res.body.data).toBeNull();
     const [row] = await t.sql`SELECT del_flag, update_by FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${id}`;
-    expect(row).toEqual({ del_flag: '2', update_by: 'admin' });
+    expect(row).toEqual({ del_flag: '2', update_by: adminName });
     expect((await admin.get('/system/dept-api/list')).body.data.map((d: { deptId: number }) => d.deptId)).not.toContain(id);
     expect((await admin.delete(`/system/dept-api/${id}`)).status).toBe(404);
   });

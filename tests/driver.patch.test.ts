@@ -103,6 +103,16 @@ const CHANGES: Record<string, { scenario: string; server: boolean; pooler?: bool
     lines: ['first: answered', 'behind it: answered (0 rows)', 'pool: ended'],
     without: (result) => expect(result.lines).toContain('behind it: no answer in 3 s'),
   },
+  'query-hook': {
+    scenario: 'query-hook',
+    server: true,
+    lines: [
+      'answers: 2, 22012',
+      'reported: outer executed, outer answered, twice executed, twice answered, division executed, division failed 22012, in a transaction executed, in a transaction answered',
+      'pool: ended',
+    ],
+    without: (result) => expect(result.lines).toContain('reported: nothing'),
+  },
   'queue-scan': {
     scenario: 'queue-scan',
     server: false,

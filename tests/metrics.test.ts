@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenManagement, type ManagementListener } from '../src/metrics/management.server.js';
 import { buildTestApp, createdId, type Client, type TestApp, ADMIN_PASSWORD } from './support/app.js';
 import { parseExposition, sampleOf, type Sample } from './support/exposition.js';
-import { createTenantWithAdmin } from './support/tenants.js';
+import { createTenantWithAdmin } from './support/tenant-fixtures.js';
 import { freePort, run, serviceDatabase, startService, type ServiceDatabase } from './support/service.js';
 
 // docs/operations.md#metrics: the management listener's /metrics, scraped over
@@ -110,10 +110,9 @@ describe('GET /metrics on the management listener', () => {
   it("reports the audit feed's backlog and last position as the database has them", async () => {
     await admin.post('/system/dept-api', { parentId: rootDept, deptName: 'Audited' });
     // The sequencer runs in the background after a write; wait for it, then the gauges must match the tables.
-    const deadline = Date.now() + 10_000;
-    while ((await t.sql`SELECT 1 FROM audit_log WHERE position IS NULL LIMIT 1`).length > 0 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await expect
+      .poll(async () => (await t.sql`SELECT 1 FROM audit_log WHERE position IS NULL LIMIT 1`).length, { timeout: 10_000, interval: 50 })
+      .toBe(0);
     const { samples } = await scrape();
     const [feed] = await t.sql<{ last_position: number }[]>`SELECT last_position FROM audit_feed WHERE id = 1`;
     expect(sampleOf(samples, 'audit_feed_unsequenced_records')).toBe(0);

@@ -101,6 +101,16 @@ describe('guardedFetch: the address rule', () => {
     }
   });
 
+  it('judges an address embedding an IPv4 one (mapped, NAT64, 6to4) as that IPv4 address', async () => {
+    const fetch = guardedFetch(PUBLIC_ONLY, 2000);
+    for (const url of ['https://[::ffff:7f00:1]/', 'https://[64:ff9b::a00:1]/', 'https://[2002:c0a8:101::1]/', 'https://[::ffff:169.254.169.254]/']) {
+      await expect(fetch(url, GET), url).rejects.toMatchObject({ code: 'EADDRNOTALLOWED', message: expect.stringMatching(/is not public/) });
+    }
+    // Allowed as its IPv4 address: the loopback server answers through its IPv4-mapped spelling.
+    const port = (server.address() as AddressInfo).port;
+    expect((await guardedFetch(LOOPBACK, 2000)(`http://[::ffff:127.0.0.1]:${port}/json`, GET)).status).toBe(200);
+  });
+
   it('refuses a URL that is not http(s)', async () => {
     await expect(guardedFetch(LOOPBACK, 2000)('file:///etc/passwd', GET)).rejects.toThrow(/file: is not http\(s\)/);
   });

@@ -1,6 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, createUserAndLogin, type Client, type TestApp } from './support/app.js';
-import { createTenant, locationId, provisionTenant, readTenant, tenantBody, uniq, writable, type Provisioned } from './support/tenant-fixtures.js';
+import {
+  createTenant,
+  locationId,
+  createTenantWithAdmin,
+  readTenant,
+  tenantBody,
+  writable,
+  type TenantWithAdmin,
+} from './support/tenant-fixtures.js';
+import { uniq } from './support/names.js';
 
 // Packages through HTTP (docs/api-rules.md#packages): the superadmin writes
 // them, admins read them; tenants take one by packageBo.packageId and read
@@ -12,10 +21,10 @@ import { createTenant, locationId, provisionTenant, readTenant, tenantBody, uniq
 const API = '/system/package-api';
 
 let t: TestApp;
-let parent: Provisioned;
+let parent: TenantWithAdmin;
 beforeAll(async () => {
   t = await buildTestApp();
-  parent = await provisionTenant(t, t.root);
+  parent = await createTenantWithAdmin(t);
 });
 afterAll(async () => t?.close());
 
@@ -182,7 +191,7 @@ describe('tenants on a package', () => {
 
   it("reaches every live tenant on it when its menus change, with one tenant.menus record in each one's own trail", async () => {
     const id = await createPackage({ menuIds: '1,2,3' });
-    const a = await provisionTenant(t, parent.admin, { tenantParent: parent.tenant.tenantId, packageBo: { packageId: id } });
+    const a = await createTenantWithAdmin(t, parent.admin, { tenantParent: parent.tenant.tenantId, packageBo: { packageId: id } });
     const b = await createTenant(parent.admin, { packageBo: { packageId: id } });
     const deleted = await createTenant(parent.admin, { packageBo: { packageId: id } });
     expect((await parent.admin.delete(`/system/tenant-api/${deleted.id}`)).status).toBe(200);

@@ -1,7 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, Client, createUserAndLogin, secondNode, type Node, type TestApp } from './support/app.js';
 import { purgeKeys } from '../src/quotas/quota.idempotency.js';
-import { createTenant, dayFromToday, provisionTenant, readTenant, writable, type Provisioned, type TenantDto } from './support/tenant-fixtures.js';
+import { LOCK } from '../src/db/locks.js';
+import {
+  createTenant,
+  dayFromToday,
+  createTenantWithAdmin,
+  readTenant,
+  writable,
+  type TenantWithAdmin,
+  type TenantDto,
+} from './support/tenant-fixtures.js';
 
 // Quota usage through HTTP (docs/quotas.md): the six allowances of quotaBo
 // are limits per service period, read, consumed, refunded and listed at
@@ -16,10 +25,10 @@ const COUNTERS = ['enterpriseQuery', 'annualReportQuery', 'chainReport', 'busine
 
 let t: TestApp;
 /** A parent tenant (with its admin) under the platform, and a child of it with a user. */
-let parent: Provisioned;
+let parent: TenantWithAdmin;
 beforeAll(async () => {
   t = await buildTestApp();
-  parent = await provisionTenant(t, t.root);
+  parent = await createTenantWithAdmin(t);
 });
 afterAll(async () => t?.close());
 
@@ -29,7 +38,7 @@ const keyed = (key: string) => ({ 'idempotency-key': key });
 
 /** A new child tenant of `parent` with these allowances (the rest 0), its admin and a user. */
 async function childTenant(quotaBo: Record<string, number>, extra: Record<string, unknown> = {}) {
-  const child = await provisionTenant(t, parent.admin, { tenantParent: parent.tenant.tenantId, quotaBo, ...extra });
+  const child = await createTenantWithAdmin(t, parent.admin, { tenantParent: parent.tenant.tenantId, quotaBo, ...extra });
   const user = await createUserAndLogin(t, child.admin, child.tenant.tenantId, 'user');
   return { ...child, user: user.client };
 }
@@ -311,7 +320,21 @@ describe('Idempotency-Key', () => {
     await held;
     const first = consume(c.admin, c.tenant.tenantId, body, key);
     try {
-      await waitForLockWaiter();
+      // The first consume holds its key's lock while it waits for the held row. (Read from pg_locks, not from a
+      // statement waiting for a lock in pg_stat_activity: on Citus the row lock is waited for on a worker, and
+      // the key's lock is taken on the server the statement started on, as on plain PostgreSQL.)
+      await expect
+        .poll(
+          async () => {
+            const [row] = await t.direct<{ n: number }[]>`
+            SELECT count(*)::int AS n FROM pg_locks
+            WHERE locktype = 'advisory' AND granted AND classid = ${LOCK.quotaKeys}
+              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`;
+            return row!.n;
+          },
+          { timeout: 5_000, interval: 25, message: 'no consume held its key' },
+        )
+        .toBeGreaterThan(0);
       const second = await consume(parent.admin, c.tenant.tenantId, body, key);
       expect(second.status).toBe(409);
       expect(second.body.msg).toMatch(/still running/);
@@ -327,18 +350,6 @@ describe('Idempotency-Key', () => {
     expect((await counterOf(c.admin, c.tenant.tenantId, 'merchant')).used).toBe(2);
   });
 });
-
-/** Waits until a statement of this database waits for a row lock (the consume queued behind the test's transaction). */
-async function waitForLockWaiter() {
-  for (let i = 0; i < 200; i++) {
-    // (Not by its text: pg_stat_activity keeps only its first 1 kB.)
-    const [row] = await t.direct`
-      SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND wait_event_type = 'Lock'`;
-    if (row!.n > 0) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error('no consume waited for the held row');
-}
 
 describe('concurrency', () => {
   it('lets N concurrent consumes of 1 against R remaining succeed exactly min(N, R) times', async () => {

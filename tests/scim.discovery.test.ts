@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, createdId, type TestApp } from './support/app.js';
-import type { Provisioned } from './support/tenant-fixtures.js';
+import { describe, expect, it } from 'vitest';
+import { Client, createdId } from './support/app.js';
 import { ScimClient, URN, scimTenant } from './support/scim.js';
 
 // SCIM discovery through HTTP (docs/scim.md#discovery): /ServiceProviderConfig,
@@ -12,13 +11,7 @@ const CHARACTERISTICS = ['name', 'type', 'multiValued', 'description', 'required
 
 const { user: USER, enterprise: ENTERPRISE, group: GROUP, dept: DEPT, list: LIST, error: ERROR } = URN;
 
-let t: TestApp;
-let tenant: Provisioned;
-let scim: ScimClient;
-beforeAll(async () => {
-  ({ t, tenant, scim } = await scimTenant());
-});
-afterAll(async () => t?.close());
+const { t, tenant, scim } = await scimTenant();
 
 const expectScim = (res: { status: number; headers: Record<string, unknown> }, status = 200) => {
   expect(res.status).toBe(status);
@@ -208,7 +201,7 @@ describe('SCIM discovery', () => {
   });
 
   it("who may call: an admin API key only; a person's token or a user-role key is 403, no credential 401", async () => {
-    const userKey = await ScimClient.forTenant(t, tenant.admin, 'user');
+    const userKey = await ScimClient.forTenant(tenant.admin, 'user');
     for (const path of ['/ServiceProviderConfig', '/ResourceTypes', `/ResourceTypes/User`, '/Schemas', `/Schemas/${USER}`]) {
       const personal = await new ScimClient(tenant.admin).get(path);
       expectScim(personal, 403);

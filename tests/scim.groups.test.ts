@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestApp } from './support/app.js';
-import { provisionTenant, type Provisioned } from './support/tenant-fixtures.js';
-import { ScimClient, URN, scimTenant } from './support/scim.js';
+import { describe, expect, it } from 'vitest';
+import { createTenantWithAdmin } from './support/tenant-fixtures.js';
+import { URN, scimTenant } from './support/scim.js';
 import { expectTreeInvariants } from './support/invariants.js';
 
 // SCIM Groups through HTTP (docs/scim.md#groups): the tenant's departments,
@@ -10,13 +9,7 @@ import { expectTreeInvariants } from './support/invariants.js';
 
 const { group: GROUP, dept: DEPT, error: ERROR } = URN;
 
-let t: TestApp;
-let tenant: Provisioned;
-let scim: ScimClient;
-beforeAll(async () => {
-  ({ t, tenant, scim } = await scimTenant());
-});
-afterAll(async () => t?.close());
+const { t, tenant, scim } = await scimTenant();
 
 let seq = 0;
 const name = (prefix = 'Team') => `${prefix} ${++seq}`;
@@ -76,7 +69,7 @@ describe('SCIM Groups', () => {
     expect(under.status).toBe(400);
     expect(under.body.detail).toContain('disabled');
 
-    const other = await provisionTenant(t, t.root);
+    const other = await createTenantWithAdmin(t);
     const foreign = (await other.admin.post('/system/dept-api', { parentId: 0, deptName: 'Theirs' })).headers.location!.toString().split('/').pop();
     const elsewhere = await scim.post('/Groups', { schemas: [GROUP], displayName: name(), [DEPT]: { parentId: foreign } });
     expect(elsewhere.status).toBe(400);

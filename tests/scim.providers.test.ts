@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestApp } from './support/app.js';
-import type { Provisioned } from './support/tenant-fixtures.js';
-import { ScimClient, URN, scimTenant } from './support/scim.js';
+import { describe, expect, it } from 'vitest';
+import { URN, scimTenant } from './support/scim.js';
 
 // The request sequences Okta and Microsoft Entra ID send (docs/scim.md),
 // replayed through HTTP with the bodies their documentation shows: Okta's
@@ -15,13 +13,7 @@ import { ScimClient, URN, scimTenant } from './support/scim.js';
 
 const { user: USER, enterprise: ENTERPRISE, group: GROUP, list: LIST } = URN;
 
-let t: TestApp;
-let tenant: Provisioned;
-let scim: ScimClient;
-beforeAll(async () => {
-  ({ t, tenant, scim } = await scimTenant());
-});
-afterAll(async () => t?.close());
+const { tenant, scim } = await scimTenant();
 
 const q = (filter: string) => encodeURIComponent(filter);
 const random = () => Math.random().toString(36).slice(2, 10);

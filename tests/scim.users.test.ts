@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, createdId, secondNode, type TestApp } from './support/app.js';
-import { provisionTenant, type Provisioned } from './support/tenant-fixtures.js';
+import { describe, expect, it } from 'vitest';
+import { Client, createdId, secondNode } from './support/app.js';
+import { createTenantWithAdmin } from './support/tenant-fixtures.js';
 import { ScimClient, URN, scimTenant, type ScimReply } from './support/scim.js';
 
 // SCIM Users through HTTP (docs/scim.md#users): the tenant's users, for an
@@ -11,13 +11,7 @@ import { ScimClient, URN, scimTenant, type ScimReply } from './support/scim.js';
 
 const { user: USER, error: ERROR } = URN;
 
-let t: TestApp;
-let tenant: Provisioned;
-let scim: ScimClient;
-beforeAll(async () => {
-  ({ t, tenant, scim } = await scimTenant());
-});
-afterAll(async () => t?.close());
+const { t, tenant, scim } = await scimTenant();
 
 let seq = 0;
 const uniqueName = (prefix = 'user') => `${prefix}${++seq}.${Math.random().toString(36).slice(2, 7)}@example.com`;
@@ -377,8 +371,8 @@ describe('SCIM Users', () => {
 
 describe('paging', () => {
   it('answers at most 200 resources a page, reads startIndex below 1 as 1 and a negative count as 0', async () => {
-    const big = await provisionTenant(t, t.root);
-    const bigScim = await ScimClient.forTenant(t, big.admin);
+    const big = await createTenantWithAdmin(t);
+    const bigScim = await ScimClient.forTenant(big.admin);
     // Written directly, as another program might: 201 users besides the admin.
     await t.sql`
       INSERT INTO sys_user (tenant_id, user_name, role, password_hash, create_by)
@@ -397,8 +391,8 @@ describe('paging', () => {
 
 describe('the tenant account quota', () => {
   it('a create past accountCount is 400 invalidValue and writes nothing; deleting a user frees a place', async () => {
-    const small = await provisionTenant(t, t.root, { accountCount: 2 });
-    const smallScim = await ScimClient.forTenant(t, small.admin);
+    const small = await createTenantWithAdmin(t, t.root, { accountCount: 2 });
+    const smallScim = await ScimClient.forTenant(small.admin);
     const first = await smallScim.post('/Users', userBody(uniqueName()));
     expect(first.status).toBe(201);
     const over = await smallScim.post('/Users', userBody(uniqueName()));
@@ -413,8 +407,8 @@ describe('the tenant account quota', () => {
 
 describe('who may call SCIM', () => {
   it('only an admin API key of the tenant, and only for its own tenant', async () => {
-    const other = await provisionTenant(t, t.root);
-    const otherScim = await ScimClient.forTenant(t, other.admin);
+    const other = await createTenantWithAdmin(t);
+    const otherScim = await ScimClient.forTenant(other.admin);
     const mine = (await scim.post('/Users', userBody(uniqueName()))).body;
     expect((await otherScim.get(`/Users/${mine.id}`)).status).toBe(404);
     expect((await otherScim.get('/Users')).body.Resources.map((r: any) => r.id)).not.toContain(mine.id);
@@ -422,13 +416,13 @@ describe('who may call SCIM', () => {
     const personal = await new ScimClient(tenant.admin).get('/Users');
     expect(personal.status).toBe(403);
     expect(personal.body).toMatchObject({ schemas: [ERROR], status: '403' });
-    const userKey = await ScimClient.forTenant(t, tenant.admin, 'user');
+    const userKey = await ScimClient.forTenant(tenant.admin, 'user');
     expect((await userKey.get('/Users')).status).toBe(403);
     const nobody = await new ScimClient(new Client(t.app)).get('/Users');
     expect(nobody.status).toBe(401);
     expect(nobody.body).toMatchObject({ schemas: [ERROR], status: '401' });
 
-    const revoked = await ScimClient.forTenant(t, tenant.admin);
+    const revoked = await ScimClient.forTenant(tenant.admin);
     expect((await tenant.admin.delete(`/system/apikey-api/${revoked.keyId}`)).status).toBe(200);
     expect((await revoked.get('/Users')).status).toBe(401);
   });

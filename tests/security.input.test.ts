@@ -3,8 +3,7 @@ import { Value } from '@sinclair/typebox/value';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TenantUpdate, PackageBoWrite, QuotaBo, RuleBo } from '../src/tenants/tenant.schema.js';
 import { buildTestApp, createdId, type Client, type TestApp } from './support/app.js';
-import { createTenantWithAdmin } from './support/tenants.js';
-import { writable, type TenantDto } from './support/tenant-fixtures.js';
+import { createTenantWithAdmin, writable, type TenantDto } from './support/tenant-fixtures.js';
 
 // docs/api-rules.md#departments (department depth at most 50 levels, create and move),
 // docs/api-rules.md#requests-and-answers (strings in bodies and queries are valid Unicode: a lone surrogate or an

@@ -79,7 +79,7 @@ describe('lockout under concurrency', () => {
     for (let i = 0; i < 5; i++) await loginOn(t.app, user.userName, 'wrong-password');
     expect((await loginOn(t.app, user.userName, user.password)).status).toBe(429);
     await t.sql`
-      UPDATE login_lock SET window_start = now() - interval '21 minutes', locked_until = now() - interval '1 minute'
+      UPDATE login_lock SET window_start = now() - interval '21 minutes', window_end = now() - interval '11 minutes', locked_until = now() - interval '1 minute'
       WHERE tenant_id = '000000' AND user_name = ${user.userName}`;
     expect((await loginOn(t.app, user.userName, user.password)).status).toBe(200);
   });
@@ -109,11 +109,11 @@ describe('expired lock rows are purged', () => {
     const unknown = names('gone', 3);
     for (const name of unknown) expect((await loginOn(t.app, name, 'wrong-password')).status).toBe(401);
     expect(await present(unknown)).toBe(3);
-    await t.sql`UPDATE login_lock SET window_start = now() - interval '11 minutes' WHERE user_name = ANY(${unknown}::text[])`;
+    await t.sql`UPDATE login_lock SET window_start = now() - interval '11 minutes', window_end = now() - interval '1 minute' WHERE user_name = ANY(${unknown}::text[])`;
     // A lock still running and a window still open are kept.
     const [locked, open] = names('kept', 2) as [string, string];
     for (let i = 0; i < 5; i++) await loginOn(t.app, locked, 'wrong-password');
-    await t.sql`UPDATE login_lock SET window_start = now() - interval '11 minutes' WHERE user_name = ${locked}`;
+    await t.sql`UPDATE login_lock SET window_start = now() - interval '11 minutes', window_end = now() - interval '1 minute' WHERE user_name = ${locked}`;
     await loginOn(t.app, open, 'wrong-password');
 
     expect((await loginOn(t.app, names('trigger', 1)[0]!, 'wrong-password')).status).toBe(401);
@@ -124,8 +124,8 @@ describe('expired lock rows are purged', () => {
   it('a backlog larger than one batch shrinks with every failure until it is gone', async () => {
     const backlog = names('old', 150);
     await t.sql`
-      INSERT INTO login_lock (tenant_id, user_name, failures, window_start)
-      SELECT '999999', n, 1, now() - interval '1 hour' FROM unnest(${backlog}::text[]) AS n`;
+      INSERT INTO login_lock (tenant_id, user_name, failures, window_start, window_end)
+      SELECT '999999', n, 1, now() - interval '1 hour', now() - interval '50 minutes' FROM unnest(${backlog}::text[]) AS n`;
     await loginOn(t.app, names('trigger', 1)[0]!, 'wrong-password');
     const left = await present(backlog);
     expect(left).toBeLessThan(150);

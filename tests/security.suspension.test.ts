@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildTestApp, createUserAndLogin, type Client, type TestApp } from './support/app.js';
-import { dayFromToday, provisionTenant, readTenant, tenantBody, writable, type Provisioned } from './support/tenant-fixtures.js';
+import { dayFromToday, createTenantWithAdmin, readTenant, tenantBody, writable, type TenantWithAdmin } from './support/tenant-fixtures.js';
 
 // docs/security.md#sign-in-and-sessions: a tenant's users log in and act only while their tenant and
 // every ancestor tenant are live, enabled and inside their service periods;
@@ -16,32 +16,32 @@ afterAll(async () => t?.close());
 
 const BASE = '/system/tenant-api';
 
-const loginAs = (p: Provisioned) => t.anon.post('/auth/login', { tenantId: p.tenant.tenantId, username: p.username, password: p.password });
+const loginAs = (p: TenantWithAdmin) => t.anon.post('/auth/login', { tenantId: p.tenant.tenantId, username: p.username, password: p.password });
 
 /** PUT the tenant's current state with `patch`, as `as` (an ancestor's admin). */
-async function change(as: Client, p: Provisioned, patch: Record<string, unknown>) {
+async function change(as: Client, p: TenantWithAdmin, patch: Record<string, unknown>) {
   const res = await as.put(BASE, { ...writable(await readTenant(t.root, p.tenant.id)), ...patch });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
 }
 
 interface Chain {
-  a: Provisioned;
-  b: Provisioned;
-  c: Provisioned;
+  a: TenantWithAdmin;
+  b: TenantWithAdmin;
+  c: TenantWithAdmin;
   /** A plain user of C, signed in. */
   cUser: { client: Client; userName: string; password: string };
 }
 
 /** A > B > C, each with its admin signed in, plus a user in C. */
 async function chain(): Promise<Chain> {
-  const a = await provisionTenant(t, t.root);
-  const b = await provisionTenant(t, a.admin);
-  const c = await provisionTenant(t, b.admin);
+  const a = await createTenantWithAdmin(t);
+  const b = await createTenantWithAdmin(t, a.admin);
+  const c = await createTenantWithAdmin(t, b.admin);
   const cUser = await createUserAndLogin(t, c.admin, c.tenant.tenantId, 'user');
   return { a, b, c, cUser };
 }
 
-async function expectLoginNames(p: Provisioned, cause: Provisioned) {
+async function expectLoginNames(p: TenantWithAdmin, cause: TenantWithAdmin) {
   const res = await loginAs(p);
   expect(res.status, JSON.stringify(res.body)).toBe(403);
   expect(res.body.data).toBeNull();
@@ -136,7 +136,7 @@ describe('suspension details', () => {
 
 describe('disable and delete revoke the sessions issued before', () => {
   it('a user disabled and enabled again: the old token stays refused, a new login works', async () => {
-    const p = await provisionTenant(t, t.root);
+    const p = await createTenantWithAdmin(t);
     const user = await createUserAndLogin(t, p.admin, p.tenant.tenantId, 'user');
     const body = { userId: user.userId, userName: user.userName, roles: ['user'] };
     expect((await p.admin.put('/system/user-api', { ...body, status: '1' })).status).toBe(200);
@@ -157,7 +157,7 @@ describe('disable and delete revoke the sessions issued before', () => {
   });
 
   it("a deleted user's and a deleted tenant's sessions are revoked rows", async () => {
-    const p = await provisionTenant(t, t.root);
+    const p = await createTenantWithAdmin(t);
     const user = await createUserAndLogin(t, p.admin, p.tenant.tenantId, 'user');
     expect((await p.admin.delete(`/system/user-api/${user.userId}`)).status).toBe(200);
     const open = async (tenantId: string) =>
@@ -177,7 +177,7 @@ describe('disable and delete revoke the sessions issued before', () => {
 
 describe.skipIf(!inject('databaseUrl'))('a login racing a disable', () => {
   it('is refused (403) rather than issued a session on the state read before the disable', async () => {
-    const p = await provisionTenant(t, t.root);
+    const p = await createTenantWithAdmin(t);
     const code = p.tenant.tenantId;
     let attempt!: ReturnType<typeof loginAs>;
     // What a tenant disable does (tenant.sql.ts updateTenant), held open while

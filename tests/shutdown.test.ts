@@ -140,7 +140,7 @@ describe('admin recovery', () => {
     if (db.kind === 'embedded') service = await start();
     // The old password in ADMIN_PASSWORD is warned about at start (PostgreSQL: on a second node).
     const second = db.kind === 'embedded' ? service : await start();
-    await expect.poll(() => second.output()).toContain('ADMIN_PASSWORD does not match the existing platform admin');
+    await expect.poll(() => second.output(), { timeout: 15_000 }).toContain('ADMIN_PASSWORD does not match the existing platform admin');
     expect((await call(second.base, 'GET', '/auth/me', undefined, oldToken)).status).toBe(401);
     expect((await call(second.base, 'POST', '/auth/login', { tenantId: '000000', username: 'admin', password: PASSWORD })).status).toBe(401);
     await loginAt(second.base, '000000', 'admin', 'new-admin-pw-1');

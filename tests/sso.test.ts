@@ -2,14 +2,16 @@ import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { importJWK, SignJWT, type JWK } from 'jose';
 import { Webhook } from 'standardwebhooks';
-import { buildTestApp, Client, type TestApp } from './support/app.js';
-import { provisionTenant, readTenant, writable, type Provisioned } from './support/tenant-fixtures.js';
+import { buildTestApp, Client, createdId, type TestApp } from './support/app.js';
+import { createTenantWithAdmin, readTenant, writable, type TenantWithAdmin } from './support/tenant-fixtures.js';
 import { ScimClient, URN } from './support/scim.js';
 import { freePort, publicPart, signingKey, startProvider, type Jwk, type RunningProvider } from './support/oidc/provider.js';
 import { authorize, callback, callbackOf, handback, pastProvider, pkce, PUBLIC_URL, redeem, RETURN_TO, signedIn, signIn } from './support/sso.js';
 import { testOutbound } from './support/outbound.js';
 import { WebhookReceiver } from './support/webhook-receiver.js';
 import { ProviderClients } from '../src/sso/sso.client.js';
+import { createConnection, updateConnection } from '../src/sso/sso.sql.js';
+import { transaction } from '../src/db/retry.js';
 import { parseAllowedCidrs } from '../src/outbound/outbound.address.js';
 
 // Single sign-on through HTTP (docs/sso.md) against a real OpenID Provider
@@ -24,7 +26,7 @@ const CLIENT = { client_id: 'dept-service', client_secret: 'a-long-client-secret
 const OTHER_CLIENT = { client_id: 'other-app', client_secret: 'the-other-applications-long-client-secret' };
 
 let t: TestApp;
-let a: Provisioned;
+let a: TenantWithAdmin;
 let scim: ScimClient;
 let port: number;
 let keys: Jwk[];
@@ -39,6 +41,8 @@ const ids = {} as {
   interrupted: string;
   doomed: string;
   slashed: string;
+  jitAnyDomain: string;
+  jitGoneDept: string;
 };
 
 /** The provider's people: the claims each account's ID token carries. */
@@ -52,6 +56,14 @@ const ACCOUNTS: Record<string, Record<string, unknown>> = {
   newbie: { email: 'newbie@example.com', email_verified: true, name: 'New Person' },
   entra: { oid: 'oid-of-dan', tid: 'tid-good', email: 'dan@example.com', email_verified: true },
   entraOther: { oid: 'oid-of-dan', tid: 'tid-evil' },
+  // email_verified as AWS Cognito sends it: the string "true" counts as true, "false" as false, in every rule.
+  cora: { email: 'cora@example.com', email_verified: 'true' },
+  nell: { email: 'nell@other.org', email_verified: 'true' },
+  nora: { email: 'nora@other.org', email_verified: 'false' },
+  // A new person whose email is a live user's name already.
+  twin: { email: 'bob@example.com', email_verified: true },
+  quotaed: { email: 'quinn@other.org', email_verified: true },
+  homeless: { email: 'hal@other.org', email_verified: true },
 };
 
 async function restartProvider(newKeys: Jwk[] = keys) {
@@ -92,8 +104,8 @@ async function writableConnection(id: string): Promise<Record<string, unknown>> 
 
 beforeAll(async () => {
   t = await buildTestApp({ config: { publicUrl: PUBLIC_URL, ...testOutbound('127.0.0.0/8') } });
-  a = await provisionTenant(t, t.root);
-  scim = await ScimClient.forTenant(t, a.admin);
+  a = await createTenantWithAdmin(t);
+  scim = await ScimClient.forTenant(a.admin);
   const user = (userName: string, extra: Record<string, unknown> = {}) =>
     scim.post('/Users', { schemas: [URN.user], userName, emails: [{ value: userName, type: 'work', primary: true }], ...extra });
   expect((await user('alice@example.com', { externalId: 'alice' })).status).toBe(201);
@@ -102,6 +114,7 @@ beforeAll(async () => {
   expect((await user('eve@elsewhere.org')).status).toBe(201);
   expect((await user('carol@example.com', { externalId: 'carol', active: false })).status).toBe(201);
   expect((await user('dan@example.com', { externalId: 'oid-of-dan' })).status).toBe(201);
+  expect((await user('cora@example.com')).status).toBe(201);
   const kate = await user('kate@example.com', { externalId: 'kate' });
   expect(kate.status).toBe(201);
   kateScimId = kate.body.id;
@@ -115,6 +128,10 @@ beforeAll(async () => {
   ids.doomed = (await connect('Deleted meanwhile')).id;
   // The provider's issuer is http://127.0.0.1:<port>, without the slash: its tokens' iss is not this connection's issuer.
   ids.slashed = (await connect('Issuer with a slash', { issuer: `http://127.0.0.1:${port}/` })).id;
+  ids.jitAnyDomain = (await connect('Just in time, no domains', { link: 'none', jit: true })).id;
+  const tree = (await a.admin.get('/system/dept-api/list')).body.data as { deptId: number; parentId: number }[];
+  const home = createdId(await a.admin.post('/system/dept-api', { parentId: tree.find((d) => d.parentId === 0)!.deptId, deptName: 'JIT home' }));
+  ids.jitGoneDept = (await connect('Just in time, into a department deleted later', { link: 'none', jit: true, jitDeptId: home })).id;
   await restartProvider([signingKey()]);
 }, 120_000);
 afterAll(async () => {
@@ -145,8 +162,8 @@ describe('connections', () => {
   });
 
   it('are managed by the tenant above (not a sibling), and not by a user', async () => {
-    const child = await provisionTenant(t, a.admin);
-    const sibling = await provisionTenant(t, t.root);
+    const child = await createTenantWithAdmin(t, a.admin);
+    const sibling = await createTenantWithAdmin(t);
     const made = await connect('For the child', { tenantId: child.tenant.tenantId });
     expect(made.tenantId).toBe(child.tenant.tenantId);
     expect((await child.admin.get(`${API}/${made.id}`)).status).toBe(200);
@@ -167,6 +184,22 @@ describe('connections', () => {
     const asUser = await t.login(a.tenant.tenantId, user.body.userName, 'user-password-1');
     expect((await asUser.get(`${API}/list`)).status).toBe(403);
     expect((await t.root.get(`${API}/${made.id}`)).status).toBe(200);
+    // A list covers what its caller manages: the tenant above lists the child's too, the child not the one above,
+    // a sibling neither; tenantId narrows the list to one tenant of the caller's subtree.
+    const listed = async (as: Client, query = '') => {
+      const res = await as.get(`${API}/list?pageNum=1&pageSize=100${query}`);
+      expect(res.status, JSON.stringify(res.body)).toBe(200);
+      return (res.body.data.rows as { id: string; tenantId: string }[]).map((c) => c.id);
+    };
+    const own = await listed(a.admin);
+    expect(own).toContain(made.id);
+    expect(own).toContain(ids.byExternalId);
+    expect(await listed(child.admin)).toEqual([made.id]);
+    expect(await listed(sibling.admin)).toEqual([]);
+    expect(await listed(a.admin, `&tenantId=${child.tenant.tenantId}`)).toEqual([made.id]);
+    expect(await listed(a.admin, `&tenantId=${a.tenant.tenantId}`)).not.toContain(made.id);
+    expect((await child.admin.get(`${API}/list?tenantId=${a.tenant.tenantId}`)).status).toBe(404);
+    expect(await listed(t.root)).toEqual(expect.arrayContaining([made.id, ids.byExternalId]));
     // An admin API key of the tenant above manages them too.
     expect((await scim.as.get(`${API}/${made.id}`)).status).toBe(200);
   });
@@ -205,6 +238,21 @@ describe('connections', () => {
     expect(
       (await a.admin.post(API, { name: 'x', issuer: 'https://10.0.0.1', clientId: 'c', clientSecret: 's', returnUrls: [RETURN_TO] })).status,
     ).toBe(400);
+    // The write functions hold the rule themselves: called without the route, they refuse the same URLs.
+    const caller = { tenantId: a.tenant.tenantId, userId: 0, userName: 'direct-call', role: 'admin' as const, sessionId: '' };
+    const rule = { allowed: undefined };
+    for (const urls of [{ issuer: 'https://10.0.0.1' }, { issuer: 'https://idp.example.com?x=1' }, { returnUrls: ['http://spa.example.com/done'] }]) {
+      const input = { ...body, name: 'Direct', clientSecret: 's', ...urls };
+      await expect(
+        transaction(t.appSql, (tx) => createConnection(tx, caller, input, rule)),
+        JSON.stringify(urls),
+      ).rejects.toMatchObject({ status: 400, message: expect.stringMatching(/^(issuer|returnUrls)/) });
+      await expect(
+        transaction(t.appSql, (tx) => updateConnection(tx, caller, input, rule)),
+        JSON.stringify(urls),
+      ).rejects.toMatchObject({ status: 400, message: expect.stringMatching(/^(issuer|returnUrls)/) });
+    }
+    expect((await a.admin.get(`${API}/${made.id}`)).body.data.name).toBe('Renamed');
   });
 
   it('are deleted: 200, gone, an sso.delete record; neither that nor an update record holds a secret', async () => {
@@ -297,6 +345,38 @@ describe('signing in', () => {
     expect(me.roles).toEqual(['user']);
     const jit = await t.root.get(`/system/audit-api/list?action=sso.jit&tenantId=${a.tenant.tenantId}`);
     expect(jit.body.data.rows).toHaveLength(1);
+  });
+
+  it('email_verified as the string "true" counts as verified in every rule, "false" as not', async () => {
+    const cora = await signIn(t, ids.byEmail, { account: 'cora' });
+    expect((await signedIn(t, cora.token).get('/auth/me')).body.data.user.userName).toBe('cora@example.com');
+    // Just in time, a verified email names the new user (no domain needed); an unverified one does not.
+    const nell = await signIn(t, ids.jitAnyDomain, { account: 'nell' });
+    expect((await signedIn(t, nell.token).get('/auth/me')).body.data.user).toMatchObject({ userName: 'nell@other.org' });
+    const nora = await signIn(t, ids.jitAnyDomain, { account: 'nora' });
+    expect((await signedIn(t, nora.token).get('/auth/me')).body.data.user).toMatchObject({ userName: 'nora' });
+  });
+
+  it('just in time: a name already taken or the account quota reached means nobody; any other failure is not hidden as one', async () => {
+    expect((await signIn(t, ids.jitAnyDomain, { account: 'twin' })).error).toBe('not_provisioned');
+    const tenant = await readTenant(t.root, String(a.tenant.id));
+    const live = (await t.sql`SELECT count(*)::int AS n FROM sys_user WHERE tenant_id = ${a.tenant.tenantId} AND del_flag = '0'`)[0]!.n as number;
+    expect((await t.root.put('/system/tenant-api', { ...writable(tenant), accountCount: live })).status).toBe(200);
+    try {
+      expect((await signIn(t, ids.jitAnyDomain, { account: 'quotaed' })).error).toBe('not_provisioned');
+    } finally {
+      const now = await readTenant(t.root, String(a.tenant.id));
+      expect((await t.root.put('/system/tenant-api', { ...writable(now), accountCount: tenant.accountCount })).status).toBe(200);
+    }
+    // The connection's department deleted since it was saved: a fault of the connection, told as such, not "not provisioned".
+    const { deptId } = (
+      await t.sql`SELECT jit_dept_id::int AS "deptId" FROM sso_connection WHERE tenant_id = ${a.tenant.tenantId} AND connection_id = ${Number(ids.jitGoneDept.split('-')[1])}`
+    )[0]!;
+    expect((await a.admin.delete(`/system/dept-api/${deptId}`)).status).toBe(200);
+    const { back } = await pastProvider(t, ids.jitGoneDept, { account: 'homeless' });
+    const res = await callback(t, ids.jitGoneDept, back.searchParams);
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json().msg).toContain(`deptId ${deptId} is not a live department`);
   });
 
   it('Entra ID: oid is the subject, and a tid outside allowedTids is refused', async () => {
@@ -415,6 +495,20 @@ describe('refusals', () => {
     expect((await authorize(t, `${a.tenant.tenantId}-999999`)).res.statusCode).toBe(404);
   });
 
+  it("a provider that cannot be reached: 503 with a fixed message, never the provider's or the network's own words", async () => {
+    const closed = await freePort();
+    const unreachable = await connect('Unreachable', { issuer: `http://127.0.0.1:${closed}` });
+    const { res } = await authorize(t, unreachable.id);
+    expect(res.statusCode, res.body).toBe(503);
+    expect(res.headers.location).toBeUndefined();
+    expect(res.json().code).toBe(503);
+    // The handler adds the request id to every 5xx message; nothing else follows the fixed text.
+    expect(res.json().msg).toMatch(
+      new RegExp(`^The identity provider of SSO connection ${unreachable.id} could not be reached; try again later \\(request id [0-9a-f-]+\\)$`),
+    );
+    expect(res.body).not.toContain(String(closed));
+  });
+
   it('a nonce the provider did not sign for this sign-in, and a code minted at another issuer', async () => {
     const forged = await signIn(t, ids.byExternalId, { account: 'alice' }, (url) => url.searchParams.set('nonce', 'a-nonce-of-somebody-else'));
     expect(forged.error).toBe('invalid_response');
@@ -493,7 +587,7 @@ describe('refusals', () => {
       expect((await t.root.put('/system/tenant-api', { ...writable(await readTenant(t.root, a.tenant.id)), status: '0' })).status).toBe(200);
       // The disable revoked the admin's session and the tenant's API keys, as it revokes every credential of the tenant.
       a = { ...a, admin: await t.login(a.tenant.tenantId, a.username, a.password) };
-      scim = await ScimClient.forTenant(t, a.admin);
+      scim = await ScimClient.forTenant(a.admin);
     }
   });
 });

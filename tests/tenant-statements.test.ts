@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Database } from '../src/db/database.js';
 import { ALLOWLIST, conjuncts, judgeStatements, type Allowed } from './support/tenant-statements.js';
 import { openTestDatabase } from './support/test-database.js';
@@ -6,6 +6,9 @@ import { openTestDatabase } from './support/test-database.js';
 // The judge of the tenant-filter check (docs/scale-out.md#the-check), on a
 // real migrated database: it passes what it should, and it can fail. The
 // run's own check of every recorded statement is the global teardown's.
+// On a Citus cluster there is no plan of PostgreSQL's to judge: Citus itself
+// refuses a statement that would run on several shards (src/db/citus.ts).
+const onCitus = inject('citusNodes') !== '';
 
 let db: Database;
 
@@ -22,7 +25,7 @@ const fails = async (text: string, problem: RegExp) => {
   expect(verdict.allowedBecause).toBeUndefined();
 };
 
-describe('a statement on a tenant-owned table', () => {
+describe.skipIf(onCitus)('a statement on a tenant-owned table', () => {
   it('fails without a tenant filter', async () => {
     await fails('SELECT dept_name FROM sys_dept WHERE dept_id = $1', /scan of sys_dept sys_dept without tenant_id/);
   });
@@ -87,12 +90,12 @@ describe('a statement on a tenant-owned table', () => {
   });
 
   it('fails what a plan cannot show: a call of our functions, several statements in one text', async () => {
-    await fails('SELECT audit_assign_positions($1)', /calls audit_assign_positions\(\)/);
+    await fails('SELECT audit_time_blocks_rebuild()', /calls audit_time_blocks_rebuild\(\)/);
     await fails('SELECT 1; DELETE FROM sys_dept WHERE dept_id = 1', /cannot be prepared/);
   });
 });
 
-describe('what else it judges', () => {
+describe.skipIf(onCitus)('what else it judges', () => {
   it('passes transaction control, reference tables and the system catalogs', async () => {
     await passes('BEGIN');
     await passes('SET LOCAL statement_timeout = 0');

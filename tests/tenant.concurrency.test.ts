@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, buildTestApp, Client, secondNode, type TestApp } from './support/app.js';
-import { createTenant, locationId, provisionTenant, tenantBody, uniq } from './support/tenant-fixtures.js';
+import { createTenant, locationId, createTenantWithAdmin, tenantBody } from './support/tenant-fixtures.js';
+import { uniq } from './support/names.js';
 
 // Tenant writes under concurrency (docs/api-rules.md#tenants): companyName stays unique,
 // ids and codes never collide across service instances sharing one
@@ -101,7 +102,7 @@ describe('tenant concurrency', () => {
   });
 
   it('a child create racing the delete of its parent never leaves a live child under a deleted parent', async () => {
-    const p = await provisionTenant(t, t.root);
+    const p = await createTenantWithAdmin(t);
     const outcomes = new Set<string>();
     for (let round = 0; round < 10; round++) {
       // Alternate superadmin and a tenant admin (whose refusal is 403, not 400), and the order of the calls.

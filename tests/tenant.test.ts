@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gramsOf } from '../src/tenants/tenant.grams.js';
+import { bumpTenantListVersion } from '../src/identity/tenant.version.js';
+import type { Tx } from '../src/db/database.js';
 import { buildTestApp, createUserAndLogin, type Client, type TestApp } from './support/app.js';
 import {
   DTO_KEYS,
@@ -12,18 +14,17 @@ import {
   ZERO_QUOTA,
   createTenant,
   dayFromToday,
-  eventually,
   listTotal,
   locationId,
-  provisionTenant,
+  createTenantWithAdmin,
   readTenant,
   tenantBody,
   tenantRow,
-  uniq,
   writable,
-  type Provisioned,
+  type TenantWithAdmin,
   type TenantDto,
 } from './support/tenant-fixtures.js';
+import { uniq } from './support/names.js';
 
 // The tenant rules (docs/api-rules.md#tenants), the tenant lifecycle at login
 // and per request (docs/security.md#sign-in-and-sessions), roles
@@ -172,7 +173,7 @@ describe('create', () => {
 
   it("tenantParent defaults to the caller's tenant", async () => {
     expect((await createTenant(root)).tenantParent).toBe('000000');
-    const p = await provisionTenant(t, root);
+    const p = await createTenantWithAdmin(t, root);
     const child = await createTenant(p.admin);
     expect(child.tenantParent).toBe(p.tenant.tenantId);
     expect(child.createBy).toBe(p.username);
@@ -183,7 +184,7 @@ describe('create', () => {
     const res = await expectCreateRefused(tenantBody({ companyName: holder.companyName }), 409, /companyName/);
     expect(res.body.code).toBe(409);
     // Under another parent too: uniqueness is global, not per parent.
-    const p = await provisionTenant(t, root);
+    const p = await createTenantWithAdmin(t, root);
     await expectCreateRefused(tenantBody({ companyName: holder.companyName }), 409, /companyName/, p.admin);
 
     expect((await root.delete(`${BASE}/${holder.id}`)).status).toBe(200);
@@ -325,7 +326,7 @@ describe('create', () => {
 describe('provisioning', () => {
   it('gives the new tenant a root department named after companyName and an admin who can log in and work', async () => {
     const companyName = uniq('Acme Ltd');
-    const { tenant, admin, username } = await provisionTenant(t, root, { companyName });
+    const { tenant, admin, username } = await createTenantWithAdmin(t, root, { companyName });
     expect(tenant.companyName).toBe(companyName);
 
     const me = await admin.get('/auth/me');
@@ -359,7 +360,7 @@ describe('provisioning', () => {
 
   it('a companyName of 100 characters names the root department whole (a department name holds 100 too)', async () => {
     const companyName = `${uniq('Long')} ${'y'.repeat(100)}`.slice(0, 100);
-    const { admin } = await provisionTenant(t, root, { companyName });
+    const { admin } = await createTenantWithAdmin(t, root, { companyName });
     const depts = (await admin.get('/system/dept-api/list')).body.data;
     expect(depts.map((d: { deptName: string }) => d.deptName)).toEqual([companyName]);
   });
@@ -376,14 +377,14 @@ describe('provisioning', () => {
     const code = uniq('E');
     const companyName = `${code}${'😀'.repeat(100 - code.length)}`;
     expect([...companyName]).toHaveLength(100);
-    const { admin } = await provisionTenant(t, root, { companyName });
+    const { admin } = await createTenantWithAdmin(t, root, { companyName });
     const depts = (await admin.get('/system/dept-api/list')).body.data;
     expect(depts.map((d: { deptName: string }) => d.deptName)).toEqual([companyName]);
   });
 
   it('an admin below the platform provisions tenants under its own too', async () => {
-    const p = await provisionTenant(t, root);
-    const child = await provisionTenant(t, p.admin);
+    const p = await createTenantWithAdmin(t, root);
+    const child = await createTenantWithAdmin(t, p.admin);
     expect(child.tenant.tenantParent).toBe(p.tenant.tenantId);
     expect((await child.admin.get('/auth/me')).body.data.tenant.tenantId).toBe(child.tenant.tenantId);
   });
@@ -451,7 +452,7 @@ describe('update', () => {
 
   it('stores every field sent, normalising menuIds, and accepts the DTO it read back verbatim', async () => {
     const before = await createTenant(root);
-    const p = await provisionTenant(t, root);
+    const p = await createTenantWithAdmin(t, root);
     const child = await createTenant(p.admin);
     const body = {
       ...writable(child),
@@ -789,11 +790,17 @@ describe('list', () => {
     expect((await expectPagesAsWalked()).map((r) => r.id)).not.toContain(created.id);
 
     // Another node's write reaches this node's next read: the version is the database's, not the process's.
-    await t.sql`UPDATE sys_tenant SET contact_user_name = 'Written elsewhere' WHERE id = ${onPage2.id}::bigint`;
+    // That node writes as the service does, the version moved on in the write's transaction (tenant.version.ts).
+    const elsewhere = (change: (tx: Tx) => Promise<unknown>) =>
+      t.sql.begin(async (tx) => {
+        await change(tx);
+        await bumpTenantListVersion(tx);
+      });
+    await elsewhere((tx) => tx`UPDATE sys_tenant SET contact_user_name = 'Written elsewhere' WHERE id = ${onPage2.id}::bigint`);
     expect((await list(`pageNum=2&pageSize=${size}`)).rows[0]).toMatchObject({ id: onPage2.id, contactUserName: 'Written elsewhere' });
-    await t.sql`UPDATE sys_tenant SET del_flag = '2' WHERE id = ${onPage2.id}::bigint`;
+    await elsewhere((tx) => tx`UPDATE sys_tenant SET del_flag = '2' WHERE id = ${onPage2.id}::bigint`);
     expect((await list(`pageNum=2&pageSize=${size}`)).rows.map((r) => r.id)).not.toContain(onPage2.id);
-    await t.sql`UPDATE sys_tenant SET del_flag = '0' WHERE id = ${onPage2.id}::bigint`;
+    await elsewhere((tx) => tx`UPDATE sys_tenant SET del_flag = '0' WHERE id = ${onPage2.id}::bigint`);
     expect((await expectPagesAsWalked()).map((r) => r.id)).toContain(onPage2.id);
   });
 
@@ -861,13 +868,13 @@ describe('scope matrix (roles over the tenant hierarchy)', () => {
   const tenants = {} as Record<Target, TenantDto>;
   const callers = {} as Record<CallerName, Client>;
   const callerUserName = {} as Record<CallerName, string>;
-  const prov = {} as Record<Target, Provisioned>;
+  const prov = {} as Record<Target, TenantWithAdmin>;
 
   beforeAll(async () => {
-    prov.P = await provisionTenant(t, root);
-    prov.T = await provisionTenant(t, prov.P.admin);
-    prov.S = await provisionTenant(t, prov.P.admin);
-    prov.C = await provisionTenant(t, prov.T.admin);
+    prov.P = await createTenantWithAdmin(t, root);
+    prov.T = await createTenantWithAdmin(t, prov.P.admin);
+    prov.S = await createTenantWithAdmin(t, prov.P.admin);
+    prov.C = await createTenantWithAdmin(t, prov.T.admin);
     for (const k of ['P', 'T', 'C', 'S'] as const) tenants[k] = prov[k].tenant;
     const user = await createUserAndLogin(t, prov.T.admin, prov.T.tenant.tenantId, 'user');
     Object.assign(callers, { superadmin: root, adminT: prov.T.admin, adminC: prov.C.admin, userT: user.client });
@@ -1026,31 +1033,27 @@ describe('scope matrix (roles over the tenant hierarchy)', () => {
 // ---------------------------------------------------------------- lifecycle
 
 describe('tenant lifecycle (docs/security.md#sign-in-and-sessions)', () => {
-  let parent: Provisioned;
+  let parent: TenantWithAdmin;
   beforeAll(async () => {
-    parent = await provisionTenant(t, root);
+    parent = await createTenantWithAdmin(t, root);
   });
 
-  const login = (p: Provisioned) => t.anon.post('/auth/login', { tenantId: p.tenant.tenantId, username: p.username, password: p.password });
+  const login = (p: TenantWithAdmin) => t.anon.post('/auth/login', { tenantId: p.tenant.tenantId, username: p.username, password: p.password });
   const tokenStatus = async (c: Client) => (await c.get('/auth/me')).status;
   /** PUT the tenant's current state with `patch`, as its parent's admin. */
-  const change = async (p: Provisioned, patch: Record<string, unknown>) => {
+  const change = async (p: TenantWithAdmin, patch: Record<string, unknown>) => {
     const current = await readTenant(parent.admin, p.tenant.id);
     const res = await put({ ...writable(current), ...patch }, parent.admin);
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     return readTenant(parent.admin, p.tenant.id);
   };
   const expectTokenRefused = async (c: Client, msg: RegExp) => {
-    const status = await eventually(
-      () => tokenStatus(c),
-      (s) => s === 401,
-    );
-    expect(status).toBe(401);
+    await expect.poll(() => tokenStatus(c), { timeout: 5_000, interval: 200 }).toBe(401);
     const res = await c.get(`${BASE}/list`);
     expect(res.status).toBe(401);
     expect(res.body.msg).toMatch(msg);
   };
-  const expectLoginRefused = async (p: Provisioned, msg: RegExp) => {
+  const expectLoginRefused = async (p: TenantWithAdmin, msg: RegExp) => {
     const res = await login(p);
     expect(res.status).toBe(403);
     expect(res.body.data).toBeNull();
@@ -1058,7 +1061,7 @@ describe('tenant lifecycle (docs/security.md#sign-in-and-sessions)', () => {
   };
 
   it('disabling refuses the existing token within 5 s and login with 403 "disabled"; re-enabling restores login', async () => {
-    const child = await provisionTenant(t, parent.admin);
+    const child = await createTenantWithAdmin(t, parent.admin);
     expect(await tokenStatus(child.admin)).toBe(200);
     expect((await change(child, { status: '1' })).status).toBe('1');
     await expectTokenRefused(child.admin, /disabled/);
@@ -1073,7 +1076,7 @@ describe('tenant lifecycle (docs/security.md#sign-in-and-sessions)', () => {
   });
 
   it('an endTime in the past refuses the token and login (403, period ended); today as the last day is fine', async () => {
-    const child = await provisionTenant(t, parent.admin);
+    const child = await createTenantWithAdmin(t, parent.admin);
     await change(child, { endTime: dayFromToday(-1) });
     await expectTokenRefused(child.admin, /ended/);
     await expectLoginRefused(child, new RegExp(`ended.*${dayFromToday(-1)}|${dayFromToday(-1)}.*ended`));
@@ -1083,7 +1086,7 @@ describe('tenant lifecycle (docs/security.md#sign-in-and-sessions)', () => {
   });
 
   it('a startTime in the future refuses login (403) and the token', async () => {
-    const child = await provisionTenant(t, parent.admin);
+    const child = await createTenantWithAdmin(t, parent.admin);
     await change(child, { startTime: dayFromToday(1) });
     await expectTokenRefused(child.admin, /start/);
     await expectLoginRefused(child, /start/);
@@ -1092,7 +1095,7 @@ describe('tenant lifecycle (docs/security.md#sign-in-and-sessions)', () => {
   });
 
   it('a full-replacement PUT that omits status re-enables the tenant', async () => {
-    const child = await provisionTenant(t, parent.admin);
+    const child = await createTenantWithAdmin(t, parent.admin);
     await change(child, { status: '1' });
     await expectLoginRefused(child, /disabled/);
     const { status: _status, ...rest } = writable(await readTenant(parent.admin, child.tenant.id));
@@ -1102,7 +1105,7 @@ describe('tenant lifecycle (docs/security.md#sign-in-and-sessions)', () => {
   });
 
   it('deleting the tenant refuses the token and login (403, deleted)', async () => {
-    const child = await provisionTenant(t, parent.admin);
+    const child = await createTenantWithAdmin(t, parent.admin);
     expect(await tokenStatus(child.admin)).toBe(200);
     expect((await parent.admin.delete(`${BASE}/${child.tenant.id}`)).status).toBe(200);
     await expectTokenRefused(child.admin, /deleted/);
@@ -1111,7 +1114,7 @@ describe('tenant lifecycle (docs/security.md#sign-in-and-sessions)', () => {
   });
 
   it("a tenant's own admin cannot lift its own disable or expiry (its token is refused)", async () => {
-    const child = await provisionTenant(t, parent.admin);
+    const child = await createTenantWithAdmin(t, parent.admin);
     const self = writable(child.tenant);
     expect((await put({ ...self, status: '0' }, child.admin)).status).toBe(403);
     await change(child, { status: '1' });
@@ -1120,7 +1123,7 @@ describe('tenant lifecycle (docs/security.md#sign-in-and-sessions)', () => {
   });
 
   it('accountCount 2 with a provisioned admin allows exactly one more user (409 after)', async () => {
-    const p = await provisionTenant(t, root, { accountCount: 2 });
+    const p = await createTenantWithAdmin(t, root, { accountCount: 2 });
     const users = () => p.admin.get('/system/user-api/list');
     const first = await p.admin.post('/system/user-api', { userName: 'second', password: PASSWORD, roles: ['user'] });
     expect(first.status).toBe(200);
@@ -1137,7 +1140,7 @@ describe('tenant lifecycle (docs/security.md#sign-in-and-sessions)', () => {
   });
 
   it('accountCount 1 leaves room for the provisioned admin only', async () => {
-    const p = await provisionTenant(t, root, { accountCount: 1 });
+    const p = await createTenantWithAdmin(t, root, { accountCount: 1 });
     const res = await p.admin.post('/system/user-api', { userName: 'extra', password: PASSWORD, roles: ['user'] });
     expect(res.status).toBe(409);
     expect((await p.admin.get('/system/user-api/list')).body.data).toHaveLength(1);

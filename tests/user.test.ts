@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { buildTestApp, createdId, createUserAndLogin, type Client, type Reply, type TestApp } from './support/app.js';
-import { createTenantWithAdmin } from './support/tenants.js';
+import { createTenantWithAdmin } from './support/tenant-fixtures.js';
 
 // docs/api-rules.md#users: /system/user-api. Accounts of the caller's own tenant,
 // managed by its admins; the password is write-only; userName unique among
@@ -93,7 +93,7 @@ describe('create, read, update, delete', () => {
       status: '0',
       delFlag: '0',
       roles: ['user'],
-      createBy: 'admin',
+      createBy: b.username,
       createTime: expect.stringMatching(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/),
       updateBy: '',
       updateTime: null,
@@ -214,8 +214,8 @@ describe('create, read, update, delete', () => {
       phonenumber: null,
       status: '0',
       roles: ['admin'],
-      updateBy: 'admin',
-      createBy: 'admin',
+      updateBy: b.username,
+      createBy: b.username,
     });
     expect(got.body.data.updateTime).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
     // The password was not sent, so it is unchanged; the old name no longer logs in.
@@ -263,7 +263,7 @@ describe('list', () => {
 
     const all = await b.admin.get<UserDto[]>('/system/user-api/list');
     expectStatus(all, 200);
-    const adminId = all.body.data.find((u) => u.userName === 'admin')!.userId;
+    const adminId = all.body.data.find((u) => u.userName === b.username)!.userId;
     expect(ids(all)).toEqual([adminId, a.userId, c.userId, e.userId]);
 
     expect(ids(await b.admin.get(`/system/user-api/list?deptId=${d1}`))).toEqual([a.userId, e.userId]);
@@ -549,7 +549,7 @@ describe('tenant isolation', () => {
 
 describe('accountCount', () => {
   it('caps the live users of a tenant (409), and a delete frees a slot', async () => {
-    const b = await createTenantWithAdmin(t, { accountCount: 3 });
+    const b = await createTenantWithAdmin(t, t.root, { accountCount: 3 });
     const u1 = await createUser(b.admin);
     await createUser(b.admin);
     const name = uniqueName();
@@ -567,7 +567,7 @@ describe('accountCount', () => {
   });
 
   it('disabled users still count; -1 means unlimited', async () => {
-    const b = await createTenantWithAdmin(t, { accountCount: 2 });
+    const b = await createTenantWithAdmin(t, t.root, { accountCount: 2 });
     await createUser(b.admin, { status: '1' });
     expectStatus(await b.admin.post('/system/user-api', { userName: uniqueName(), password: PASSWORD, roles: ['user'] }), 409);
 
@@ -577,7 +577,7 @@ describe('accountCount', () => {
   });
 
   it('holds under 12 concurrent creates: exactly the free slots succeed', async () => {
-    const b = await createTenantWithAdmin(t, { accountCount: 5 });
+    const b = await createTenantWithAdmin(t, t.root, { accountCount: 5 });
     expect(await liveCount(b.tenantId)).toBe(1);
     const replies = await Promise.all(
       Array.from({ length: 12 }, (_, i) =>
@@ -597,7 +597,7 @@ describe('accountCount', () => {
     // department and the test holds an exclusive lock on sys_dept (which
     // authentication never reads) until all 12 requests are blocked inside
     // their transactions, then releases them together.
-    const b = await createTenantWithAdmin(t, { accountCount: 4 });
+    const b = await createTenantWithAdmin(t, t.root, { accountCount: 4 });
     let lockTaken!: () => void;
     const taken = new Promise<void>((resolve) => (lockTaken = resolve));
     let release!: () => void;

@@ -69,7 +69,7 @@ describe('the address rule', () => {
 
     expect((await t.root.post('/system/dept-api', { parentId: 0, deptName: 'Never delivered' })).status).toBe(200);
     for (const id of [plain.body.data.id, tls.body.data.id]) {
-      await expect.poll(async () => (await t.root.get(`${API}/${id}`)).body.data.failures, { timeout: 10_000 }).toBe(1);
+      await expect.poll(async () => (await t.root.get(`${API}/${id}`)).body.data.failures, { timeout: 30_000 }).toBe(1);
       const log = (await t.root.get(`${API}/${id}/deliveries`)).body.data.rows;
       expect(log[0]).toMatchObject({ attempt: 1, statusCode: null });
       expect(log[0].error).toMatch(/not (public|in OUTBOUND_ALLOWED_CIDRS)/);
@@ -90,14 +90,14 @@ describe('retention', () => {
     const id = made.body.data.id;
     expect((await t.root.post('/system/dept-api', { parentId: 0, deptName: 'Purged before delivery' })).status).toBe(200);
     // The attempt fails (loopback is refused here), so the record stays pending behind the cursor.
-    await expect.poll(async () => (await t.root.get(`${API}/${id}`)).body.data.failures, { timeout: 10_000 }).toBe(1);
+    await expect.poll(async () => (await t.root.get(`${API}/${id}`)).body.data.failures, { timeout: 30_000 }).toBe(1);
     expect((await t.root.get(`${API}/${id}`)).body.data.status).toBe('0');
 
     // The real retention purge, on records made to look 400 days old.
     await t.sql`UPDATE audit_log SET time = now() - interval '400 days' WHERE position IS NOT NULL`;
     expect(await purgeAudit(t.appSql, 365)).toBeGreaterThan(0);
 
-    await expect.poll(async () => (await t.root.get(`${API}/${id}`)).body.data.status, { timeout: 10_000 }).toBe('1');
+    await expect.poll(async () => (await t.root.get(`${API}/${id}`)).body.data.status, { timeout: 30_000 }).toBe('1');
     expect((await t.root.get(`${API}/${id}`)).body.data.disabledReason).toBe('cursor expired');
     const disabled = (await t.root.get(`/system/audit-api/list?action=webhook.disabled&entityId=${id}`)).body.data.rows;
     expect(disabled).toHaveLength(1);
@@ -108,7 +108,7 @@ describe('retention', () => {
     const attempts = (await t.root.get(`${API}/${id}/deliveries`)).body.data.total;
     expect((await t.root.put(API, { id, url: endpoint.url, events: endpoint.events, description: '', status: '0' })).status).toBe(200);
     expect((await t.root.post('/system/dept-api', { parentId: 0, deptName: 'After the gap' })).status).toBe(200);
-    await expect.poll(async () => (await t.root.get(`${API}/${id}`)).body.data.status, { timeout: 10_000 }).toBe('1');
+    await expect.poll(async () => (await t.root.get(`${API}/${id}`)).body.data.status, { timeout: 30_000 }).toBe('1');
     expect((await t.root.get(`${API}/${id}`)).body.data.disabledReason).toBe('cursor expired');
     expect((await t.root.get(`${API}/${id}/deliveries`)).body.data.total).toBe(attempts);
 
@@ -124,7 +124,7 @@ describe('retention', () => {
     for (let i = 0; i < 3; i++) expect((await t.root.post('/system/dept-api', { parentId: 0, deptName: `Idle ${i}` })).status).toBe(200);
     await t.root.get('/system/audit-api/changes?limit=1');
     const [feed] = await t.sql<{ last: string }[]>`SELECT last_position::text AS last FROM audit_feed`;
-    await expect.poll(async () => (await t.root.get(`${API}/${id}`)).body.data.cursor, { timeout: 10_000 }).toBe(feed!.last);
+    await expect.poll(async () => (await t.root.get(`${API}/${id}`)).body.data.cursor, { timeout: 30_000 }).toBe(feed!.last);
     await t.sql`UPDATE audit_log SET time = now() - interval '400 days' WHERE position IS NOT NULL`;
     await purgeAudit(t.appSql, 365);
     await new Promise((r) => setTimeout(r, 600));

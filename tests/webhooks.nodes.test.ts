@@ -23,14 +23,6 @@ const idOf = (r: Received) => String(r.headers['webhook-id']);
 /** `audit_123` -> 123n: record ids are compared as numbers, never as strings. */
 const positionOf = (webhookId: string) => BigInt(webhookId.replace(/^audit_/, ''));
 
-async function waitFor(check: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 /** The distinct webhook-ids in order of first arrival. */
 function firstArrivals(received: Received[]): string[] {
   return [...new Set(received.map(idOf))];
@@ -134,7 +126,7 @@ describe('kill -9 in the middle of a delivery', () => {
       expect(receiver.received.length, 'the kill must find records still undelivered').toBeLessThan(CREATES - 5);
       armed = true;
 
-      await waitFor(() => killIndex >= 0, 10_000, 'a delivery to arrive after the creates');
+      await expect.poll(() => killIndex >= 0, { timeout: 30_000, interval: 25, message: 'a delivery to arrive after the creates' }).toBe(true);
       expect((await first.exited).signal).toBe('SIGKILL');
       const inFlight = idOf(receiver.received[killIndex]!);
       const beforeKill = receiver.received.slice(0, killIndex + 1).map(idOf);
@@ -144,7 +136,13 @@ describe('kill -9 in the middle of a delivery', () => {
       const second = await start(env);
       const restartedAt = Date.now();
       // One lease (12 s) from the dead node's last renewal, plus the restart and a poll.
-      await waitFor(() => firstArrivals(receiver.received).length >= CREATES, 40_000, `all ${CREATES} events after the restart`);
+      await expect
+        .poll(() => firstArrivals(receiver.received).length >= CREATES, {
+          timeout: 40_000,
+          interval: 25,
+          message: `all ${CREATES} events after the restart`,
+        })
+        .toBe(true);
       const token2 = await loginAt(second.base, '000000', 'admin', PASSWORD);
       const after = await call(second.base, 'GET', `/system/webhook-api/${endpoint.id}`, undefined, token2);
       expect(after.body.data).toMatchObject({ status: '0', failures: 0, cursor: expected.at(-1)!.replace('audit_', '') });
@@ -215,7 +213,9 @@ describe('a node killed before its sequencer ran', () => {
       expect(res.status).toBe(200);
       await first.exited;
       const second = await start(env);
-      await waitFor(() => receiver.received.length > 0, 10_000, 'the record written just before the kill');
+      await expect
+        .poll(() => receiver.received.length > 0, { timeout: 30_000, interval: 25, message: 'the record written just before the kill' })
+        .toBe(true);
       expect(JSON.parse(receiver.received[0]!.raw.toString()).data.changes.deptName).toBe('Unsequenced');
       expect(await second.stop()).toEqual({ code: 0, signal: null });
     });
@@ -240,7 +240,9 @@ describe('shutdown during a delivery that hangs', () => {
         200,
       );
       expect((await call(first.base, 'POST', '/system/dept-api', { parentId: 0, deptName: 'Held open' }, token)).status).toBe(200);
-      await waitFor(() => receiver.received.length === 1, 10_000, 'the delivery the receiver holds open');
+      await expect
+        .poll(() => receiver.received.length === 1, { timeout: 30_000, interval: 25, message: 'the delivery the receiver holds open' })
+        .toBe(true);
       const stopping = Date.now();
       expect(await first.stop()).toEqual({ code: 0, signal: null });
       expect(Date.now() - stopping).toBeLessThan(8_000);
@@ -248,7 +250,9 @@ describe('shutdown during a delivery that hangs', () => {
       hang = false;
       const second = await start(env);
       const restarted = Date.now();
-      await waitFor(() => receiver.received.length === 2, 10_000, 'the record sent again after the restart');
+      await expect
+        .poll(() => receiver.received.length === 2, { timeout: 30_000, interval: 25, message: 'the record sent again after the restart' })
+        .toBe(true);
       // Not after a lease of WEBHOOK_TIMEOUT + 10 s: the first process gave it back.
       expect(Date.now() - restarted).toBeLessThan(10_000);
       expect(receiver.received[1]!.headers['webhook-id']).toBe(receiver.received[0]!.headers['webhook-id']);
@@ -306,11 +310,13 @@ describe.skipIf(!inject('databaseUrl'))('several nodes on one PostgreSQL databas
       feed.filter((e) => e.action.startsWith('dept.') && BigInt(e.id) > BigInt(cursor)).map((e) => `audit_${e.id}`);
     for (const e of endpoints) {
       const expected = expectedFor(e.cursor);
-      await waitFor(
-        () => receiver.received.filter((r) => r.path === e.path).length >= expected.length,
-        20_000,
-        `${expected.length} events at ${e.path}`,
-      );
+      await expect
+        .poll(() => receiver.received.filter((r) => r.path === e.path).length >= expected.length, {
+          timeout: 20_000,
+          interval: 25,
+          message: `${expected.length} events at ${e.path}`,
+        })
+        .toBe(true);
     }
     // A duplicate would arrive within a few polls.
     await new Promise((r) => setTimeout(r, 500));
@@ -389,7 +395,9 @@ describe.skipIf(!inject('databaseUrl'))('several nodes on one PostgreSQL databas
       const root2 = await signedInOn(leaving);
       run = await endpointsOn(t, ['/x', '/y', '/z'], 25);
       await writeOn([t.root, root2], 15, 'Before close');
-      await waitFor(() => leaving.app.webhooks.counts.delivered >= 3, 10_000, 'the second node to deliver');
+      await expect
+        .poll(() => leaving.app.webhooks.counts.delivered >= 3, { timeout: 30_000, interval: 25, message: 'the second node to deliver' })
+        .toBe(true);
       // close() lets the delivery in flight finish and gives the lease back (docs/webhooks.md#delivery).
       const closing = Date.now();
       await leaving.close();

@@ -8,6 +8,8 @@
 // the service keeps DATABASE_DIRECT_URL for LISTEN and migrations.
 // BENCH_DB_PREPARE=false: both processes without named prepared statements
 // (DB_PREPARE=false); required through PgBouncer 1.18.
+// The in-process benches (inprocess.ts) take their fresh database from
+// createDatabase too.
 
 import { randomBytes } from 'node:crypto';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
@@ -49,7 +51,7 @@ export interface Prepared<W = undefined> {
  * grandchildren (about `size` in all), varied enough to exercise escaping
  * and nulls; and an empty `Target` to move it under.
  */
-async function seed(sql: Sql, size: number): Promise<Prepared['ids']> {
+export async function seed(sql: Sql, size: number): Promise<Prepared['ids']> {
   const [{ bench }] = (await sql<{ bench: number }[]>`
     INSERT INTO sys_dept (tenant_id, parent_id, ancestors, dept_name, create_by)
     SELECT '000000', dept_id, '0,' || dept_id, 'Bench', 'bench' FROM sys_dept WHERE tenant_id = '000000' AND parent_id = 0
@@ -85,39 +87,55 @@ export async function prepare<W = undefined>(size: number, jwtSecret: string, se
   return prepared;
 }
 
+export interface CreatedDatabase {
+  name: string;
+  /** The server's URL with this database's name. */
+  url: string;
+  /** Drops the database (ending its sessions); once, however often it is called. */
+  drop(): Promise<void>;
+}
+
+/** A new, empty database on the PostgreSQL server at `serverUrl`, named `prefix` and random hex. */
+export async function createDatabase(serverUrl: string, prefix: string): Promise<CreatedDatabase> {
+  // The name is ours (prefix + hex), never input, so it is safe in the statement text.
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  let dropped: Promise<void> | undefined;
+  const drop = async () => {
+    await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  };
+  return { name, url: url.toString(), drop: () => (dropped ??= drop()) };
+}
+
 async function create<W>(size: number, jwtSecret: string, seedMore?: (sql: Sql) => Promise<W>): Promise<Prepared<W>> {
   const common = { ADMIN_PASSWORD, JWT_SECRET: jwtSecret };
   const url = process.env.DATABASE_URL;
   if (url) {
-    // The name is ours (prefix + hex), never input, so it is safe in the statement text.
-    const name = `bench_${randomBytes(6).toString('hex')}`;
-    const admin = postgres(url, { max: 1, onnotice: () => {} });
-    await admin.unsafe(`CREATE DATABASE ${name}`);
-    const dbUrl = new URL(url);
-    dbUrl.pathname = `/${name}`;
-    const db = openPostgres(dbUrl.toString(), { max: 2 });
+    const created = await createDatabase(url, 'bench');
+    const db = openPostgres(created.url, { max: 2 });
     await migrate(db.sql);
     await bootstrap(db.sql, ADMIN_PASSWORD);
     const ids = await seed(db.sql, size);
     const extra = (await seedMore?.(db.sql)) as W;
     await db.close();
-    const direct = dbUrl.toString();
+    const direct = created.url;
     const pooler = process.env.BENCH_POOLER_URL ? new URL(process.env.BENCH_POOLER_URL) : undefined;
-    if (pooler) pooler.pathname = `/${name}`;
+    if (pooler) pooler.pathname = `/${created.name}`;
     const connection = {
       DATABASE_URL: pooler?.toString() ?? direct,
       DB_PREPARE: process.env.BENCH_DB_PREPARE === 'false' ? 'false' : 'true',
     };
     return {
-      description: `PostgreSQL at ${dbUrl.host} (fresh database ${name})${pooler ? `, through the pooler at ${pooler.host}` : ''}, DB_PREPARE=${connection.DB_PREPARE}`,
+      description: `PostgreSQL at ${new URL(direct).host} (fresh database ${created.name})${pooler ? `, through the pooler at ${pooler.host}` : ''}, DB_PREPARE=${connection.DB_PREPARE}`,
       serviceEnv: { ...common, ...connection, ...(pooler ? { DATABASE_DIRECT_URL: direct } : {}) },
       baselineEnv: { ...common, ...connection },
       ids,
       extra,
-      async cleanup() {
-        await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-        await admin.end();
-      },
+      cleanup: created.drop,
     };
   }
   const dir = await mkdtemp(join(tmpdir(), 'bench-pglite-'));

@@ -1,14 +1,15 @@
 // The app in the bench's own process, driven through app.inject: a fresh
 // database (DATABASE_URL's server when set, else the embedded PGlite),
-// migrated and bootstrapped, and the platform admin signed in.
+// migrated and bootstrapped, and the platform admin signed in. A fresh
+// PostgreSQL database is dropped by close(), or on an interrupt.
 
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { buildApp, type AppOptions } from '../../src/app.js';
 import { bootstrap } from '../../src/bootstrap.js';
-import { openEmbedded, type Database } from '../../src/db/database.js';
+import { openEmbedded, openPostgres, type Database } from '../../src/db/database.js';
 import { migrate } from '../../src/db/migrate.js';
-import { openFreshPostgres } from '../../tests/support/fresh-postgres.js';
-import { ADMIN_PASSWORD } from './database.js';
+import { ADMIN_PASSWORD, createDatabase } from './database.js';
+import { cleanupOnInterrupt } from './processes.js';
 
 export interface InProcess {
   db: Database;
@@ -21,7 +22,9 @@ export interface InProcess {
 /** `name` prefixes the fresh PostgreSQL database's name; `webhooks` as buildApp takes it. */
 export async function openInProcess(name: string, webhooks?: AppOptions['webhooks']): Promise<InProcess> {
   const url = process.env.DATABASE_URL;
-  const db = url ? await openFreshPostgres(url, name, 10) : await openEmbedded(undefined);
+  const created = url ? await createDatabase(url, name) : undefined;
+  if (created) cleanupOnInterrupt(created.drop);
+  const db = created ? openPostgres(created.url, { max: 10 }) : await openEmbedded(undefined);
   await migrate(db.sql);
   await bootstrap(db.sql, ADMIN_PASSWORD);
   const app = await buildApp({
@@ -45,6 +48,7 @@ export async function openInProcess(name: string, webhooks?: AppOptions['webhook
     async close() {
       await app.close();
       await db.close();
+      await created?.drop();
     },
   };
 }

@@ -115,6 +115,7 @@ export async function interleaved(
   both: { service: Child; baseline: Child },
   peaks: { service: number; baseline: number },
   run: (port: number, pid: number | undefined, seconds: number) => Promise<Figures>,
+  names = { service: 'service', baseline: 'baseline' },
 ): Promise<void> {
   // Warm-up, not reported: the JIT and the caches see the route before the first round counts.
   for (const child of [both.service, both.baseline]) await run(child.port, child.proc.pid, Math.min(2, SECONDS));
@@ -133,8 +134,8 @@ export async function interleaved(
     ratios.push(s.rps / b.rps);
     p99Ratios.push(s.p99 / b.p99);
     console.log(
-      `${label.padEnd(28)} round ${round + 1}: service ${fmt(s.rps)} req/s p99 ${s.p99} ms | ` +
-        `baseline ${fmt(b.rps)} req/s p99 ${b.p99} ms | ratio ${fmt(s.rps / b.rps, 2)}x, p99 ${fmt(s.p99 / b.p99, 2)}x | ` +
+      `${label.padEnd(28)} round ${round + 1}: ${names.service} ${fmt(s.rps)} req/s p99 ${s.p99} ms | ` +
+        `${names.baseline} ${fmt(b.rps)} req/s p99 ${b.p99} ms | ratio ${fmt(s.rps / b.rps, 2)}x, p99 ${fmt(s.p99 / b.p99, 2)}x | ` +
         `CPU per request ${fmt(s.cpuUs)} vs ${fmt(b.cpuUs)} µs`,
     );
   }

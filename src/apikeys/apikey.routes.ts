@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { transaction } from '../db/retry.js';
 import { assert } from '../core/app.error.js';
 import { IdParam, RefTo } from '../core/common.schema.js';
-import { parseId } from '../core/ids.js';
+import { parseOwnId } from '../core/ids.js';
 import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { requestActor } from '../identity/caller.js';
 import { ApiKey, ApiKeyCreate, ApiKeyCreated, ApiKeyPage, ApiKeyPageQuery } from './apikey.schema.js';
@@ -15,7 +15,7 @@ const tags = ['api keys'];
 /** /system/apikey-api: the caller's tenant's API keys (docs/security.md#api-keys). Admins only. */
 export const apiKeyRoutes = routesPlugin('apikey-routes', async (app) => {
   for (const schema of [ApiKey, ApiKeyCreate, ApiKeyCreated]) app.addSchema(schema);
-  const keyId = (raw: string) => parseId(raw, 'API key');
+  const keyId = (raw: string) => parseOwnId(raw, 'API key');
 
   app.post(
     '/',

@@ -42,10 +42,13 @@ export async function listApiKeys(sql: Db, tenantId: string, page: PageQuery): P
 export async function createApiKey(tx: Tx, actor: Actor, input: ApiKeyCreate, hash: Buffer): Promise<Omit<ApiKeyCreated, 'key'>> {
   const expiresAt = input.expiresAt ?? null;
   assert(expiresAt === null || expiresAt >= today(), 400, `expiresAt ${expiresAt} has passed; a key's last day is today or later`);
+  // Read from a CTE: Citus allows no STABLE function in a distributed write's RETURNING.
   const [row] = await tx`
-    INSERT INTO sys_api_key AS k (tenant_id, name, role, key_hash, expires_at, create_by)
-    VALUES (${actor.tenantId}, ${input.name}, ${input.role}, ${hash}, ${expiresAt}::date, ${actor.userName})
-    RETURNING ${COLUMNS(tx)}`;
+    WITH k AS (
+      INSERT INTO sys_api_key (tenant_id, name, role, key_hash, expires_at, create_by)
+      VALUES (${actor.tenantId}, ${input.name}, ${input.role}, ${hash}, ${expiresAt}::date, ${actor.userName})
+      RETURNING *)
+    SELECT ${COLUMNS(tx)} FROM k`;
   const { id, name, role, createTime } = toApiKey(row!);
   await recordAudit(tx, actor, [{ action: 'apikey.create', entityType: 'apikey', entityId: id, changes: described({ ...input, expiresAt }) }]);
   return { id, name, role, expiresAt, createTime };
@@ -54,9 +57,11 @@ export async function createApiKey(tx: Tx, actor: Actor, input: ApiKeyCreate, ha
 /** Revokes a live key for good; 404 when the caller's tenant has no live key of that id. */
 export async function revokeApiKey(tx: Tx, actor: Actor, id: number): Promise<void> {
   const [row] = await tx`
-    UPDATE sys_api_key k SET revoke_time = now(), revoke_by = ${actor.userName}
-    WHERE k.tenant_id = ${actor.tenantId} AND k.key_id = ${id} AND k.revoke_time IS NULL
-    RETURNING ${COLUMNS(tx)}`;
+    WITH k AS (
+      UPDATE sys_api_key k SET revoke_time = now(), revoke_by = ${actor.userName}
+      WHERE k.tenant_id = ${actor.tenantId} AND k.key_id = ${id} AND k.revoke_time IS NULL
+      RETURNING k.*)
+    SELECT ${COLUMNS(tx)} FROM k`;
   assert(row, 404, `API key ${id} not found`);
   await recordAudit(tx, actor, [{ action: 'apikey.delete', entityType: 'apikey', entityId: id, changes: described(toApiKey(row)) }]);
 }

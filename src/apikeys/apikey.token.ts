@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { TENANT_CODE } from '../core/common.schema.js';
 
 // The key itself (docs/security.md#api-keys): `sk_` and the base64url of one
 // length byte, the tenant's code and 32 random bytes. The random part is the
@@ -7,6 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 
 const PREFIX = 'sk_';
 const SECRET_BYTES = 32;
+const TENANT_CODE_ONLY = new RegExp(`^${TENANT_CODE}$`);
 
 /** A new key for `tenantId`, and the hash that is stored instead of it. */
 export function newApiKey(tenantId: string): { key: string; hash: Buffer } {
@@ -31,5 +33,5 @@ export function apiKeyTenant(token: string): string | undefined {
   const length = bytes[0];
   if (length === undefined || length === 0 || bytes.length !== 1 + length + SECRET_BYTES) return undefined;
   const tenantId = bytes.toString('utf8', 1, 1 + length);
-  return /^[0-9]{6}$/.test(tenantId) ? tenantId : undefined;
+  return TENANT_CODE_ONLY.test(tenantId) ? tenantId : undefined;
 }

@@ -1,12 +1,13 @@
 import { EventEmitter } from 'node:events';
 import type { Logger } from 'pino';
 import type { Sql } from '../db/database.js';
-import { assignPositions, FEED_CHANNEL } from './audit.sql.js';
+import { FEED_CHANNEL } from './audit.sql.js';
+import { assignPositions } from './audit.sequencer.js';
 import { coalesced } from '../core/coalesced.js';
 import { settledWithin } from '../core/timeout.js';
 
 // How new positions reach readers. After every write request the node runs
-// the sequencer (audit.sql.ts assignPositions) in the background, coalesced:
+// the sequencer (audit.sequencer.ts assignPositions) in the background, coalesced:
 // a kick schedules one run KICK_DELAY_MS later, so a burst of writes costs
 // one run, not one each; at most one run at a time per node. A run
 // that positions records announces it:

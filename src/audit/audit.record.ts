@@ -41,6 +41,8 @@ export const ACTIONS = [
   'package.update',
   'package.delete',
   'tenant.menus',
+  'tenant.import',
+  'dept.import',
 ] as const;
 type AuditAction = (typeof ACTIONS)[number];
 export const ENTITY_TYPES = ['dept', 'user', 'tenant', 'session', 'webhook', 'apikey', 'sso', 'quota', 'package'] as const;

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { BoundedPageOf, PageParams } from '../core/common.schema.js';
+import { BoundedPageOf, PageParams, TenantCode } from '../core/common.schema.js';
 import { propertiesOf } from '../db/fields.js';
 import { RECORD_FIELDS } from './audit.fields.js';
 
@@ -15,7 +15,7 @@ export const AuditListQuery = Type.Object({
   entityType: Type.Optional(RECORD_FIELDS.entityType.schema),
   entityId: Type.Optional(Type.String({ maxLength: 64, description: 'Exact match' })),
   userName: Type.Optional(Type.String({ maxLength: 64, description: 'Substring match' })),
-  tenantId: Type.Optional(Type.String({ pattern: '^[0-9]{6}$', description: 'Exact match, within what you may see' })),
+  tenantId: Type.Optional(TenantCode('Exact match, within what you may see')),
   beginTime: Type.Optional(TimeBound('From (inclusive); a date alone means its start')),
   endTime: Type.Optional(TimeBound('Until (inclusive); a date alone means the whole day')),
   ...PageParams,

@@ -1,5 +1,6 @@
 import type { PendingQuery, Row } from 'postgres';
 import type { Db } from '../db/database.js';
+import { acrossTenants, isOnCitus } from '../db/citus.js';
 import { keyedPageOf } from '../db/page.js';
 import { contains } from '../db/sql.helpers.js';
 import { assert } from '../core/app.error.js';
@@ -32,6 +33,9 @@ type Fragment = PendingQuery<Row[]>;
 function visibleRecords(sql: Db, viewer: Caller, where: Fragment, order: 'ASC' | 'DESC') {
   const direction = order === 'ASC' ? sql`ASC` : sql`DESC`;
   if (isSuperadmin(viewer)) return (_run: number) => sql`audit_log a WHERE a.position IS NOT NULL ${where}`;
+  // Citus pushes no lateral walk with a LIMIT per tenant down to the shards: there each shard reads its own
+  // tenants of the caller's, and the coordinator merges them in position order.
+  if (isOnCitus()) return (_run: number) => sql`audit_log a WHERE ${tenantsReadableBy(sql, viewer, 'a')} AND a.position IS NOT NULL ${where}`;
   return (run: number) => sql`
     (SELECT s.tenant_id FROM sys_tenant s WHERE ${tenantsReadableBy(sql, viewer, 's')}) v
     CROSS JOIN LATERAL (
@@ -52,7 +56,7 @@ function timeBound(text: string, field: string, end: boolean): Date {
 }
 
 /** Positions per block of audit_time_block (sql/014_audit_time_blocks.sql). */
-const BLOCK = 256;
+export const BLOCK = 256;
 
 /**
  * The positions a superadmin's time window can hold records at: from the
@@ -139,50 +143,52 @@ export async function listAudit(
     query.entityType === undefined &&
     query.entityId === undefined &&
     query.tenantId === undefined;
-  const page = await keyedPageOf<Row>(
-    sql,
-    {
-      key: sql`a.position`,
-      descending: true,
-      from,
-      row: (k) => sql`SELECT ${recordColumns(sql)} FROM audit_log a WHERE a.position = ${k}`,
-      ...(byTime && { pageKeys: windowPage(sql, filters, begin, end, await windowPositions(sql, begin, end)) }),
-    },
-    query,
+  const pageKeys = byTime ? windowPage(sql, filters, begin, end, await windowPositions(sql, begin, end)) : undefined;
+  // A user's list names its tenant; an admin's or the superadmin's reads several by design (docs/scale-out.md).
+  const page = await acrossTenants(sql, (db) =>
+    keyedPageOf<Row>(
+      db,
+      {
+        key: sql`a.position`,
+        descending: true,
+        from,
+        row: (k) => sql`SELECT ${recordColumns(sql)} FROM audit_log a WHERE a.position = ${k}`,
+        rowsOf: (keys) =>
+          sql`SELECT a.position::text AS "pageKey", ${recordColumns(sql)} FROM audit_log a WHERE a.position = ANY (${keys}::bigint[])`,
+        ...(pageKeys && { pageKeys }),
+      },
+      query,
+    ),
   );
   return { ...page, rows: page.rows.map(toAuditRecord) };
 }
 
+/**
+ * Rule: a reader of the feed (the change feed, its stream, the webhooks) reads
+ * no record above the published position (audit.sequencer.ts says why), read
+ * once as a value before the records: on Citus a subquery of audit_feed in a
+ * statement over every shard is read from each server's own copy, which a
+ * publish reaches one server after another, so one shard's part could stop at
+ * the new position and another's at the old: a cursor would pass a record unseen.
+ */
+export async function publishedPosition(sql: Db): Promise<string> {
+  const [feed] = await sql<{ last: string }[]>`SELECT last_position::text AS last FROM audit_feed WHERE id = 1`;
+  return feed!.last;
+}
+export const published = (sql: Db, last: string, alias = 'a') => sql`${sql(alias)}.position <= ${last}::bigint`;
+
 /** The feed: up to `limit` visible records after the cursor, in position (commit) order. */
 export async function changesAfter(sql: Db, viewer: Caller, after: string | undefined, limit: number): Promise<AuditRecord[]> {
-  const from = visibleRecords(sql, viewer, sql`AND a.position > ${after ?? '0'}::bigint`, 'ASC');
-  const rows = await sql`
-    SELECT ${recordColumns(sql)} FROM ${from(limit)}
+  const last = await publishedPosition(sql);
+  const from = visibleRecords(sql, viewer, sql`AND a.position > ${after ?? '0'}::bigint AND ${published(sql, last)}`, 'ASC');
+  const rows = await acrossTenants(
+    sql,
+    (db) => db`
+    SELECT ${recordColumns(db)} FROM ${from(limit)}
     ORDER BY a.position
-    LIMIT ${limit}`;
+    LIMIT ${limit}`,
+  );
   return rows.map(toAuditRecord);
-}
-
-/**
- * The sequencer: gives positions to the committed records that have none,
- * in one transaction that holds audit_feed's row lock until it commits.
- *
- * Why this keeps "never missed, never twice": a run's UPDATE takes its
- * snapshot after the lock is granted, i.e. after the previous run committed,
- * so its positions start above every position any reader can have seen, and
- * it can only number records whose transactions have already committed. A
- * reader therefore always sees a gap-free prefix of the positions: nothing
- * can later appear below a cursor it holds. (A sequence value taken inside
- * the writing transaction would not do: a transaction that took 7 can commit
- * after one that took 8, and a reader at 8 would never see 7.)
- *
- * The channel it notifies on is FEED_CHANNEL. Returns the last position
- * handed out, or null when there was nothing to do.
- */
-export async function assignPositions(sql: Db, batch = 10_000): Promise<string | null> {
-  // sql/004_audit.sql audit_assign_positions: lock, number, notify, in one round trip.
-  const [row] = await sql<{ last: string | null }[]>`SELECT audit_assign_positions(${batch})::text AS last`;
-  return row!.last;
 }
 
 /**
@@ -195,33 +201,49 @@ export async function assignPositions(sql: Db, batch = 10_000): Promise<string |
 export async function purgeAudit(sql: Db, days: number, batch = 1000): Promise<number> {
   let total = 0;
   for (;;) {
-    const deleted = await sql`
-      DELETE FROM audit_log WHERE seq IN (
-        SELECT seq FROM audit_log
+    // Every tenant's records, by age (docs/scale-out.md#across-tenants-by-design). On Citus, whose statements
+    // over several shards take no row locks in a subquery, two nodes' purges may wait for each other's rows.
+    const deleted = await acrossTenants(
+      sql,
+      (db) => db`
+      DELETE FROM audit_log WHERE (tenant_id, seq) IN (
+        SELECT tenant_id, seq FROM audit_log
         WHERE time < now() - make_interval(days => ${days}) AND position IS NOT NULL
         ORDER BY time LIMIT ${batch}
-        FOR UPDATE SKIP LOCKED)`;
+        ${isOnCitus() ? db`` : db`FOR UPDATE SKIP LOCKED`})`,
+    );
     total += deleted.count;
     if (deleted.count < batch) break;
   }
   // The position blocks of the time window (sql/014_audit_time_blocks.sql) that no longer hold a record: a block
   // all of whose records were older than the cutoff. One whose record was skipped above (locked by another node's
   // purge) is kept for that record, and goes with it on a later run.
-  await sql`
-    DELETE FROM audit_time_block b
-    WHERE b.max_time < now() - make_interval(days => ${days})
-      AND NOT EXISTS (SELECT 1 FROM audit_log a WHERE a.position >= b.block * ${BLOCK} AND a.position < (b.block + 1) * ${BLOCK})`;
+  // In three steps: the blocks old enough, those of them still holding a record (over every shard), the rest deleted.
+  const old = await sql<{ block: string }[]>`
+    SELECT block::text AS block FROM audit_time_block WHERE max_time < now() - make_interval(days => ${days}) ORDER BY block`;
+  if (old.length > 0) {
+    const blocks = old.map((b) => b.block);
+    const held = await acrossTenants(
+      sql,
+      (db) => db<{ block: string }[]>`
+      SELECT DISTINCT (a.position / ${BLOCK})::text AS block FROM audit_log a
+      WHERE a.position >= ${blocks[0]!}::bigint * ${BLOCK} AND a.position < (${blocks.at(-1)!}::bigint + 1) * ${BLOCK}
+        AND a.position / ${BLOCK} = ANY (${blocks}::bigint[])`,
+    );
+    const keep = new Set(held.map((h) => h.block));
+    const empty = blocks.filter((b) => !keep.has(b));
+    if (empty.length > 0) await sql`DELETE FROM audit_time_block WHERE block = ANY (${empty}::bigint[])`;
+  }
   return total;
 }
 
-/**
- * The feed's backlog for the metrics (docs/operations.md#metrics): records
- * committed but not yet given a position (a count over the small partial
- * index audit_log_unpositioned_idx), and the last position handed out.
- */
+/** The feed's backlog for the metrics (docs/operations.md#metrics): records without a position yet, and the last published. */
 export async function feedBacklog(sql: Db): Promise<{ unsequenced: number; lastPosition: number }> {
-  const [row] = await sql<{ unsequenced: number; last_position: number }[]>`
+  const [row] = await acrossTenants(
+    sql,
+    (db) => db<{ unsequenced: number; last_position: number }[]>`
     SELECT (SELECT count(*) FROM audit_log WHERE position IS NULL) AS unsequenced,
-      (SELECT last_position FROM audit_feed WHERE id = 1) AS last_position`;
+      (SELECT last_position FROM audit_feed WHERE id = 1) AS last_position`,
+  );
   return { unsequenced: row!.unsequenced, lastPosition: row!.last_position };
 }

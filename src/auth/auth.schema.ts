@@ -1,9 +1,10 @@
 import { Type } from '@sinclair/typebox';
+import { EntityId, Nullable, TenantCode } from '../core/common.schema.js';
 import { USER_NAME_MAX } from '../core/limits.js';
 
 export const LoginBody = Type.Object(
   {
-    tenantId: Type.String({ pattern: '^[0-9]{6}$', description: 'Six-digit tenant code' }),
+    tenantId: TenantCode('Six-digit tenant code'),
     username: Type.String({ minLength: 1, maxLength: USER_NAME_MAX }),
     password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true }),
   },
@@ -22,10 +23,10 @@ export const LoginResult = Type.Object(
 export const Me = Type.Object(
   {
     user: Type.Object({
-      userId: Type.Integer(),
+      userId: EntityId(),
       userName: Type.String(),
       nickName: Type.String(),
-      deptId: Type.Union([Type.Integer(), Type.Null()]),
+      deptId: Nullable(EntityId()),
     }),
     tenant: Type.Object({
       id: Type.String(),

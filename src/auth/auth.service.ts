@@ -1,3 +1,4 @@
+import type { Id } from '../core/ids.js';
 import type { Db, Sql, Tx } from '../db/database.js';
 import { recordAudit } from '../audit/audit.record.js';
 import type { Caller, RequestOrigin } from '../identity/caller.js';
@@ -9,11 +10,12 @@ import {
   findLoginAccount,
   lockLoginAccount,
   purgeExpiredLoginLocks,
+  replaceForeignHash,
   reserveLoginAttempt,
   revokeSession,
   ssoRequired,
 } from './auth.sql.js';
-import { DUMMY_HASH, verifyPassword } from './password.js';
+import { DUMMY_HASH, hashPassword, isForeignHash, verifyPassword } from './password.js';
 import { transaction } from '../db/retry.js';
 
 export interface LoginInput {
@@ -76,6 +78,9 @@ async function attemptLogin(sql: Sql, input: LoginInput, ttlSeconds: number, con
     if (current!.role === 'user' && (await ssoRequired(tx, account.tenantId))) {
       throw new AppError(403, `Login refused: tenant ${account.tenantId} requires single sign-on; sign in through its identity provider`);
     }
+    if (isForeignHash(account.passwordHash)) {
+      await replaceForeignHash(tx, account.tenantId, account.userId, account.passwordHash, await hashPassword(input.password));
+    }
     const sessionId = await createSession(tx, account.tenantId, account.userId, ttlSeconds);
     const actor = { tenantId: account.tenantId, userName: account.userName, ...context };
     await recordAudit(tx, actor, [{ action: 'auth.login', entityType: 'session', entityId: sessionId, changes: { userId: account.userId } }]);
@@ -84,13 +89,13 @@ async function attemptLogin(sql: Sql, input: LoginInput, ttlSeconds: number, con
   return { account, sessionId };
 }
 
-export async function me(sql: Db, tenantId: string, userId: number) {
+export async function me(sql: Db, tenantId: string, userId: Id) {
   const [row] = await sql<
     {
-      userId: number;
+      userId: Id;
       userName: string;
       nickName: string;
-      deptId: number | null;
+      deptId: Id | null;
       role: string;
       id: string;
       tenantName: string | null;

@@ -1,4 +1,6 @@
+import type { Id } from '../core/ids.js';
 import { randomUUID } from 'node:crypto';
+import { acrossTenants } from '../db/citus.js';
 import type { Db, Tx } from '../db/database.js';
 import type { Role } from '../identity/roles.js';
 import { inTenantSubtree } from '../identity/scope.js';
@@ -6,10 +8,10 @@ import { BLOCKING_COLUMNS, BLOCKING_TENANT, tenantProblem, type TenantState } fr
 
 /** The user and tenant state that decides whether a login or a token is honoured. */
 export interface AccountState extends TenantState {
-  userId: number;
+  userId: Id;
   userName: string;
   nickName: string;
-  deptId: number | null;
+  deptId: Id | null;
   role: Role;
   userStatus: string;
   userDelFlag: string;
@@ -57,6 +59,15 @@ export async function findLoginAccount(sql: Db, tenantId: string, userName: stri
 }
 
 /**
+ * Rule: a foreign hash (RuoYi's BCrypt, docs/migrate-from-ruoyi.md#passwords) is
+ * replaced by the service's own at the first login it opens, unless the
+ * password changed in between (the row no longer holds that hash).
+ */
+export async function replaceForeignHash(tx: Tx, tenantId: string, userId: Id, foreign: string, own: string): Promise<void> {
+  await tx`UPDATE sys_user SET password_hash = ${own} WHERE tenant_id = ${tenantId} AND user_id = ${userId} AND password_hash = ${foreign}`;
+}
+
+/**
  * The login's account again, inside the transaction that opens its session,
  * after share-locking the user row and every tenant row of its chain. A
  * disable or delete of any of them holds its row lock until it has committed
@@ -64,7 +75,7 @@ export async function findLoginAccount(sql: Db, tenantId: string, userName: stri
  * first, and its new session is then revoked, or waits and reads the new
  * state: no session is ever issued on a state read before the disable.
  */
-export async function lockLoginAccount(tx: Tx, tenantId: string, userId: number): Promise<AccountState | undefined> {
+export async function lockLoginAccount(tx: Tx, tenantId: string, userId: Id): Promise<AccountState | undefined> {
   await tx`SELECT 1 FROM sys_user WHERE tenant_id = ${tenantId} AND user_id = ${userId} FOR SHARE`;
   await tx`
     SELECT 1 FROM sys_tenant
@@ -100,7 +111,7 @@ export async function sessionIsLive(sql: Db, caller: { tenantId: string; session
   return Boolean(session && !session.revoked && !accountProblem(session));
 }
 
-export async function createSession(sql: Db, tenantId: string, userId: number, ttlSeconds: number): Promise<string> {
+export async function createSession(sql: Db, tenantId: string, userId: Id, ttlSeconds: number): Promise<string> {
   const sessionId = randomUUID();
   await sql`
     INSERT INTO auth_session (tenant_id, session_id, user_id, expires_at)
@@ -115,12 +126,12 @@ export async function revokeSession(sql: Db, tenantId: string, sessionId: string
 }
 
 /** After a password change every token the user holds stops working. */
-export async function revokeUserSessions(sql: Db, tenantId: string, userId: number): Promise<void> {
+export async function revokeUserSessions(sql: Db, tenantId: string, userId: Id): Promise<void> {
   await revokeSessionsOfUsers(sql, tenantId, [userId]);
 }
 
 /** Disabling or deleting users: every token they hold stops working, for good (re-enabling does not revive it). */
-export async function revokeSessionsOfUsers(sql: Db, tenantId: string, userIds: number[]): Promise<void> {
+export async function revokeSessionsOfUsers(sql: Db, tenantId: string, userIds: Id[]): Promise<void> {
   await sql`
     UPDATE auth_session SET revoked_at = now()
     WHERE tenant_id = ${tenantId} AND user_id = ANY(${userIds}::bigint[]) AND revoked_at IS NULL`;
@@ -132,12 +143,15 @@ export async function revokeSessionsOfUsers(sql: Db, tenantId: string, userIds: 
  * is every API key of theirs (docs/security.md#api-keys), for good, by `by`.
  */
 export async function revokeTenantSubtreeCredentials(sql: Db, tenantId: string, by: string): Promise<void> {
-  await sql`
-    UPDATE auth_session SET revoked_at = now()
-    WHERE revoked_at IS NULL AND tenant_id IN (SELECT s.tenant_id FROM sys_tenant s WHERE ${inTenantSubtree(sql, 's', tenantId)})`;
-  await sql`
-    UPDATE sys_api_key SET revoke_time = now(), revoke_by = ${by}
-    WHERE revoke_time IS NULL AND tenant_id IN (SELECT s.tenant_id FROM sys_tenant s WHERE ${inTenantSubtree(sql, 's', tenantId)})`;
+  // A subtree of tenants by design (docs/scale-out.md#across-tenants-by-design).
+  await acrossTenants(sql, async (db) => {
+    await db`
+      UPDATE auth_session SET revoked_at = now()
+      WHERE revoked_at IS NULL AND tenant_id IN (SELECT s.tenant_id FROM sys_tenant s WHERE ${inTenantSubtree(db, 's', tenantId)})`;
+    await db`
+      UPDATE sys_api_key SET revoke_time = now(), revoke_by = ${by}
+      WHERE revoke_time IS NULL AND tenant_id IN (SELECT s.tenant_id FROM sys_tenant s WHERE ${inTenantSubtree(db, 's', tenantId)})`;
+  });
 }
 
 // Lockout: at most five password evaluations per tenant+username in a
@@ -157,17 +171,20 @@ const PURGE_BATCH = 100;
  * A window or lock that has run out starts afresh.
  */
 export async function reserveLoginAttempt(sql: Db, tenantId: string, userName: string): Promise<{ lockedMinutes: number }> {
-  const stale = sql`(l.window_start <= now() - make_interval(mins => ${WINDOW_MINUTES}) OR coalesce(l.locked_until <= now(), false))`;
+  // now() and now() + the window are read once, in VALUES, and the update takes them from the row it would have
+  // inserted (excluded.window_start, excluded.window_end): Citus runs an upsert on a distributed table only when its
+  // DO UPDATE calls no function that is not IMMUTABLE, and adding an interval to a timestamptz is STABLE.
+  const [now, end] = [sql`excluded.window_start`, sql`excluded.window_end`];
+  const stale = sql`(l.window_end <= ${now} OR coalesce(l.locked_until <= ${now}, false))`;
   const reserved = await sql`
-    INSERT INTO login_lock AS l (tenant_id, user_name, failures, window_start)
-    VALUES (${tenantId}, ${userName}, 1, now())
+    INSERT INTO login_lock AS l (tenant_id, user_name, failures, window_start, window_end)
+    VALUES (${tenantId}, ${userName}, 1, now(), now() + make_interval(mins => ${WINDOW_MINUTES}))
     ON CONFLICT (tenant_id, user_name) DO UPDATE SET
       failures = CASE WHEN ${stale} THEN 1 ELSE l.failures + 1 END,
-      window_start = CASE WHEN ${stale} THEN now() ELSE l.window_start END,
-      locked_until = CASE
-        WHEN NOT ${stale} AND l.failures + 1 >= ${MAX_FAILURES} THEN now() + make_interval(mins => ${WINDOW_MINUTES})
-        END
-    WHERE l.locked_until IS NULL OR l.locked_until <= now()
+      window_start = CASE WHEN ${stale} THEN ${now} ELSE l.window_start END,
+      window_end = CASE WHEN ${stale} THEN ${end} ELSE l.window_end END,
+      locked_until = CASE WHEN NOT ${stale} AND l.failures + 1 >= ${MAX_FAILURES} THEN ${end} END
+    WHERE l.locked_until IS NULL OR l.locked_until <= ${now}
     RETURNING 1`;
   if (reserved.length > 0) return { lockedMinutes: 0 };
   const [row] = await sql<{ minutes: number }[]>`
@@ -182,12 +199,16 @@ export async function reserveLoginAttempt(sql: Db, tenantId: string, userName: s
  * last twenty minutes of failing names. Called after each failed login.
  */
 export async function purgeExpiredLoginLocks(sql: Db): Promise<void> {
-  await sql`
+  // Every tenant's stale counters, by age (docs/scale-out.md#across-tenants-by-design).
+  await acrossTenants(
+    sql,
+    (db) => db`
     DELETE FROM login_lock WHERE (tenant_id, user_name) IN (
       SELECT tenant_id, user_name FROM login_lock
       WHERE window_start <= now() - make_interval(mins => ${WINDOW_MINUTES})
         AND (locked_until IS NULL OR locked_until <= now())
-      LIMIT ${PURGE_BATCH})`;
+      LIMIT ${PURGE_BATCH})`,
+  );
 }
 
 export async function clearLoginFailures(sql: Db, tenantId: string, userName: string): Promise<void> {

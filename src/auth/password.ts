@@ -1,4 +1,5 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import bcrypt from 'bcryptjs';
 
 // Salted scrypt from node:crypto, stored as `scrypt$N$r$p$salt$hash` so the
 // cost can be raised later without invalidating stored hashes.
@@ -17,7 +18,16 @@ export async function hashPassword(password: string): Promise<string> {
   return `scrypt$${N}$${R}$${P}$${salt.toString('base64')}$${key.toString('base64')}`;
 }
 
+// A person brought in from RuoYi-Vue-Plus (docs/migrate-from-ruoyi.md#passwords) keeps
+// RuoYi's BCrypt hash until the first login that succeeds with it, which
+// replaces it by an scrypt hash (src/auth/auth.service.ts).
+const BCRYPT = /^\$2[aby]\$[0-9]{2}\$[./A-Za-z0-9]{53}$/;
+
+/** A hash the service did not make (RuoYi's BCrypt): verified, then replaced at the first login it opens. */
+export const isForeignHash = (stored: string): boolean => BCRYPT.test(stored);
+
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
+  if (isForeignHash(stored)) return bcrypt.compare(password, stored);
   const [scheme, n, r, p, salt, hash] = stored.split('$');
   if (scheme !== 'scrypt' || !salt || !hash) return false;
   const expected = Buffer.from(hash, 'base64');

@@ -1,3 +1,5 @@
+import { LRUCache } from 'lru-cache';
+
 /**
  * A short-lived cache in front of the per-request session read (findSession),
  * generic over what that read returns. docs/security.md#sign-in-and-sessions allows another node 5 s
@@ -18,11 +20,23 @@ export interface SessionCache<T> {
 }
 
 const SESSION_CACHE_MS = 2_000;
-/** Far above the live sessions of one node; beyond it the oldest entries go first. */
+/** Far above the live sessions of one node; beyond it the least recently used entries go first. */
 const MAX_ENTRIES = 100_000;
 
-export function createSessionCache<T>(ttlMs = SESSION_CACHE_MS, now: () => number = Date.now): SessionCache<T> {
-  const entries = new Map<string, { value: T; expires: number }>();
+export function createSessionCache<T>(ttlMs = SESSION_CACHE_MS, now: () => number = () => performance.now()): SessionCache<T> {
+  // The entries' lifetime and bound are lru-cache's. Its fetch() would share
+  // concurrent loads too, but a clear() aborts the loads under way, and an
+  // aborted one that found nothing rejects its callers (or, with
+  // allowStaleOnFetchAbort, answers them undefined before the read is done);
+  // here they get what it read, and only the keeping is skipped. So the loads
+  // under way stay a map of their own.
+  const entries = new LRUCache<string, { value: T }>({
+    max: MAX_ENTRIES,
+    ttl: ttlMs,
+    // The clock read on every look-up, not once a millisecond: the tests' clock moves between two calls.
+    ttlResolution: 0,
+    perf: { now },
+  });
   const loading = new Map<string, Promise<T | undefined>>();
   // Bumped by clear(): a load that started before a clear may have read the
   // old state, so its result is returned to its own callers but not kept.
@@ -31,20 +45,17 @@ export function createSessionCache<T>(ttlMs = SESSION_CACHE_MS, now: () => numbe
   return {
     get(key, load) {
       const entry = entries.get(key);
-      if (entry && entry.expires > now()) return Promise.resolve(entry.value);
-      if (entry) entries.delete(key);
+      if (entry) return Promise.resolve(entry.value);
       const pending = loading.get(key);
       if (pending) return pending;
       const started = generation;
-      const expires = now() + ttlMs;
+      // The entry's lifetime counts from the read, not from its answer.
+      const start = now();
       const promise = load().then(
         (value) => {
           if (loading.get(key) === promise) loading.delete(key);
           // Only found sessions are kept: a refused token costs a read every time, as before.
-          if (value !== undefined && started === generation) {
-            if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value!);
-            entries.set(key, { value, expires });
-          }
+          if (value !== undefined && started === generation) entries.set(key, { value }, { start });
           return value;
         },
         (err: unknown) => {
@@ -56,8 +67,7 @@ export function createSessionCache<T>(ttlMs = SESSION_CACHE_MS, now: () => numbe
       return promise;
     },
     peek(key) {
-      const entry = entries.get(key);
-      return entry && entry.expires > now() ? entry.value : undefined;
+      return entries.peek(key)?.value;
     },
     clear() {
       generation++;

@@ -3,6 +3,9 @@
  * already going, once more right after it. Asks that come during a run share
  * that one extra run, so a burst costs two runs, not one each. A failed run is
  * handed to `onError`; the next ask runs again.
+ *
+ * Not a cache (nothing is kept, no key, no value): a run-again flag that
+ * lru-cache's fetch(), which shares one load per key, has no form for.
  */
 export function coalesced(task: () => Promise<void>, onError: (err: unknown) => void) {
   let running: Promise<void> | null = null;

@@ -29,8 +29,40 @@ export const Audit = Type.Object({
   updateTime: Nullable(DateTime),
 });
 
-/** A department or user id in a body or query: a JSON number, exact up to 2^53. */
-export const EntityId = Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
+/**
+ * A tenant's code, six digits, as the source of a regular expression (no
+ * anchors): the one definition, for TenantCode and for the ids that carry a
+ * tenant's code inside them (an SSO connection's `<tenantId>-<n>`, an API
+ * key, a sign-in's one-time code).
+ */
+export const TENANT_CODE = '[0-9]{6}';
+
+/** A tenant's code (`tenantId`, `tenantParent`) in a path, query or body, described as where it is used. */
+export const TenantCode = (description = 'Six-digit business code') => Type.String({ pattern: `^${TENANT_CODE}$`, description });
+
+/**
+ * A department or user id (docs/api-rules.md#ids): 64-bit. In JSON an id up
+ * to 2^53-1 is a number and a larger one (a snowflake brought in from
+ * RuoYi-Vue-Plus) a decimal string, which JSON numbers cannot carry exactly;
+ * requests may send either form, and core/ids.ts canonicalId makes the one form.
+ */
+const idOf = (minimum: 0 | 1, options: { description?: string } = {}) =>
+  Type.Union(
+    [
+      Type.Integer({ minimum, maximum: Number.MAX_SAFE_INTEGER }),
+      Type.String({ pattern: minimum === 0 ? '^(0|[1-9][0-9]{0,18})$' : '^[1-9][0-9]{0,18}$' }),
+    ],
+    options,
+  );
+export const EntityId = (description?: string) => idOf(1, description === undefined ? {} : { description });
+/** A parent's id: an EntityId, or 0 for none (a top-level department). */
+export const ParentId = (description: string) => idOf(0, { description });
+/** An id in a query string: text on the wire, so the string form first (Ajv would coerce it into the number form and lose digits). */
+export const EntityIdQuery = (minimum: 0 | 1 = 1) =>
+  Type.Union([
+    Type.String({ pattern: minimum === 0 ? '^(0|[1-9][0-9]{0,18})$' : '^[1-9][0-9]{0,18}$' }),
+    Type.Integer({ minimum, maximum: Number.MAX_SAFE_INTEGER }),
+  ]);
 
 /** Path ids are decimal integers of at most 19 digits (docs/api-rules.md#limits), checked again against int8 in code. */
 export const IdParam = Type.Object({

@@ -1,7 +1,6 @@
 import { AppError } from './app.error.js';
-import { MAX_BATCH_IDS } from './limits.js';
+import { INT8_MAX, MAX_BATCH_IDS } from './limits.js';
 
-const INT8_MAX = 9_223_372_036_854_775_807n;
 const SAFE_MAX = BigInt(Number.MAX_SAFE_INTEGER);
 
 /**
@@ -16,12 +15,53 @@ function pathId(raw: string): bigint {
   return BigInt(raw);
 }
 
+/** A department or user id as the API carries it (docs/api-rules.md#ids): a number up to 2^53-1, a decimal string above. */
+export type Id = number | string;
+
 /**
- * A department or user id. Their sequences start at 100, so an id beyond
- * 2^53 cannot exist: it is answered at once rather than rounded to a JS
- * number that would name, or find, a different row.
+ * The one form of an id sent as a number or as a string: a number up to
+ * 2^53-1, a decimal string above (so equal ids compare equal). `field` names
+ * it in the 400 for a string beyond int8, which no row can have.
  */
-export function parseId(raw: string, what: string): number {
+export function canonicalId(value: Id, field: string): Id {
+  if (typeof value === 'number') return value;
+  const big = BigInt(value);
+  if (big > INT8_MAX) throw new AppError(400, `${field} ${value} is beyond the 64-bit range of ids`);
+  return oneForm(big);
+}
+
+/** A decimal id within int8 (checked by the caller) in its one form. */
+export const idFromText = (text: string): Id => oneForm(BigInt(text));
+
+/** The rule of the one form: a number up to 2^53-1, a decimal string above. */
+const oneForm = (id: bigint): Id => (id > SAFE_MAX ? id.toString() : Number(id));
+
+/** Ids in numeric order (a string form is above every number form). */
+export const idOrder = (a: Id, b: Id): number => {
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  const [x, y] = [BigInt(a), BigInt(b)];
+  return x < y ? -1 : x > y ? 1 : 0;
+};
+
+/** `input` with each id field named in its one form (canonicalId); absent and null ones as they are. */
+export function withCanonicalIds<T extends object>(input: T, fields: (keyof T & string)[]): T {
+  const out = { ...input } as Record<string, unknown>;
+  for (const field of fields) {
+    const value = out[field];
+    if (typeof value === 'string' || typeof value === 'number') out[field] = canonicalId(value, field);
+  }
+  return out as T;
+}
+
+/** A department or user id in the path: beyond int8 no row can have it (404, named as sent). */
+export function parseId(raw: string, what: string): Id {
+  const id = pathId(raw);
+  if (id > INT8_MAX) throw new AppError(404, `${what}(s) not found: ${raw}`);
+  return oneForm(id);
+}
+
+/** An id the service hands out itself (an API key's, a webhook endpoint's): its sequence stays below 2^53, so beyond it is a 404. */
+export function parseOwnId(raw: string, what: string): number {
   if (pathId(raw) > SAFE_MAX) throw new AppError(404, `${what}(s) not found: ${raw}`);
   return Number(raw);
 }
@@ -42,7 +82,7 @@ export function cursorId(raw: string): string {
 }
 
 /** Parses `1,2,3`: each a valid id, at most MAX_BATCH_IDS of them, duplicates dropped in order. */
-export function parseIds(raw: string, what: string): number[] {
+export function parseIds(raw: string, what: string): Id[] {
   const parts = raw.split(',');
   if (parts.length > MAX_BATCH_IDS) {
     throw new AppError(400, `The path may list at most ${MAX_BATCH_IDS} ids, got ${parts.length}`);

@@ -17,6 +17,8 @@ export const EMAIL_MAX = 254;
 
 /** Integer fields stored as int4: orderNum, the quotas, accountCount. */
 export const INT4_MAX = 2_147_483_647;
+/** Ids stored as int8 (a tenant's internal id, a package id, list cursors): a larger one names no row. */
+export const INT8_MAX = 9_223_372_036_854_775_807n;
 
 /** Largest request body (docs/api-rules.md#limits), and how messages name it. */
 export const BODY_LIMIT_BYTES = 1024 * 1024;

@@ -5,16 +5,20 @@ import type { Deadline } from './deadline.js';
 import { ExchangeObserver } from './exchange.observer.js';
 import { watchedSocket } from './socket.factory.js';
 import { APPLICATION_NAME, driverUrl, parseDatabaseUrl, targetSessionAttrs } from './url.js';
+import { ROUTER_ONLY } from './citus.js';
 
-// int8 columns (ids, counts) come back as JS numbers: department and user ids
-// are JSON numbers in the API (docs/api-rules.md) and stay far below 2^53. The tenant's
-// 19-digit snowflake id is the one exception; its queries cast it to text.
+// int8 columns (ids, counts) come back as JS numbers up to 2^53-1 and as
+// decimal strings above: a department or user id brought in from RuoYi may be
+// a snowflake beyond it, which the API carries as a string
+// (docs/api-rules.md#ids, core/ids.ts). Fifteen digits are always below it.
+// The tenant's 19-digit snowflake id is read as text by its queries.
+const SAFE_MAX = BigInt(Number.MAX_SAFE_INTEGER);
 const types = {
   bigint: {
     to: 20,
     from: [20],
     serialize: (value: number | bigint | string) => String(value),
-    parse: (value: string) => Number(value),
+    parse: (value: string) => (value.length <= 15 || BigInt(value) <= SAFE_MAX ? Number(value) : value),
   },
 };
 
@@ -67,6 +71,12 @@ export interface PostgresOptions {
   prepare?: boolean;
   /** DATABASE_DIRECT_URL: the server itself or a session pool, for LISTEN and the migrations. */
   directUrl?: string;
+  /**
+   * On a Citus coordinator (src/db/citus.ts): every connection starts with
+   * citus.multi_task_query_log_level = error, so a statement that would run
+   * on several shards fails unless it lowers the level for itself.
+   */
+  citus?: boolean;
   /** Called with every statement's text and parameters before it is sent (postgres.js `debug`); the tests record them. */
   onStatement?: (text: string, parameters: readonly unknown[]) => void;
 }
@@ -94,8 +104,9 @@ export function openPostgres(url: string, options: PostgresOptions = {}): Databa
       ...(options.onStatement ? { debug: (_connection: number, text: string, parameters: unknown[]) => options.onStatement!(text, parameters) } : {}),
       // Only what every pooler accepts (PgBouncer refuses any other startup
       // parameter): the session settings we rely on are set per transaction
-      // instead (applySettings in src/db/retry.ts).
-      connection: { application_name: APPLICATION_NAME },
+      // instead (applySettings in src/db/retry.ts). On Citus, the one setting that
+      // must hold for every statement, in or out of a transaction, is sent here.
+      connection: { application_name: APPLICATION_NAME, ...(options.citus ? ROUTER_ONLY : {}) },
     });
   const sql = client(url, options.max ?? 10, options.prepare ?? true);
   // LISTEN holds one connection of its own; the migrations run one at a time.

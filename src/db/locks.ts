@@ -8,6 +8,8 @@ export const LOCK = {
   users: 7_102,
   /** Per tenant and Idempotency-Key: one request with a key at a time (src/quotas/quota.idempotency.ts). */
   quotaKeys: 7_103,
+  /** On Citus: the writes of the platform's tables (tenants, packages), one at a time (src/db/citus.ts). */
+  platformWrites: 7_104,
 } as const;
 
 /**

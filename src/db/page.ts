@@ -1,6 +1,7 @@
 import type { PendingQuery, Row } from 'postgres';
 import type { Db } from './database.js';
 import { builtOnce } from './fields.js';
+import { isOnCitus } from './citus.js';
 
 /** A piece of SQL built with the sql tag, to be placed inside another statement. */
 export type Fragment = PendingQuery<Row[]>;
@@ -128,6 +129,12 @@ export async function keyedPageOf<T extends object>(
     from: (n: number) => Fragment;
     row: (k: Fragment) => Fragment;
     pageKeys?: (limit: number, offset: number) => Fragment;
+    /**
+     * The rows of the keys `keys` (an array), each with its key as "pageKey", in any order: for a list of a
+     * distributed table on Citus, which joins no lateral subquery of it to the keys; there the page's keys and
+     * its rows are read by two statements.
+     */
+    rowsOf?: (keys: Fragment) => Fragment;
   },
   page: PageQuery,
 ): Promise<{ total: number; totalExact: boolean; rows: T[] }> {
@@ -152,6 +159,7 @@ export async function keyedPageOf<T extends object>(
         (array_agg(k ORDER BY k ${direction}))[1:${page.pageSize}] AS keys
       FROM (SELECT ${query.key} AS k FROM ${query.from(bound + 1)} ORDER BY ${query.key} ${direction} LIMIT ${bound + 1 - offset} OFFSET ${offset}) walked`;
   }
+  if (query.rowsOf && isOnCitus()) return keysThenRows(sql, tail, query.from, query.rowsOf, page, bound);
   const found = await sql<({ pageCounted: number | null; pageKeyIndex: number | null } & T)[]>`
     SELECT tail.counted AS "pageCounted", o.i AS "pageKeyIndex", r.*
     FROM (${tail}) tail
@@ -162,4 +170,22 @@ export async function keyedPageOf<T extends object>(
   if (counted === null) return { ...(await countUpTo(sql, query.from, page)), rows: [] };
   const rows = found.filter((r) => r.pageKeyIndex !== null).map(({ pageCounted: _c, pageKeyIndex: _i, ...row }) => row as unknown as T);
   return counted > bound ? { total: bound, totalExact: false, rows } : { total: counted, totalExact: true, rows };
+}
+
+/** keyedPageOf on Citus: the page's keys (`tail`), then their rows by key, put in the keys' order here. */
+async function keysThenRows<T extends object>(
+  sql: Db,
+  tail: Fragment,
+  from: (n: number) => Fragment,
+  rowsOf: (keys: Fragment) => Fragment,
+  page: PageQuery,
+  bound: number,
+): Promise<{ total: number; totalExact: boolean; rows: T[] }> {
+  const [head] = await sql<{ counted: number | null; keys: string[] | null }[]>`SELECT t.counted, t.keys::text[] AS keys FROM (${tail}) t`;
+  if (head!.counted === null) return { ...(await countUpTo(sql, from, page)), rows: [] };
+  const keys = head!.keys ?? [];
+  const found = keys.length === 0 ? [] : await sql<({ pageKey: string } & T)[]>`${rowsOf(sql`${keys}::text[]`)}`;
+  const byKey = new Map(found.map(({ pageKey, ...row }) => [String(pageKey), row as unknown as T]));
+  const rows = keys.flatMap((k) => (byKey.has(k) ? [byKey.get(k)!] : []));
+  return head!.counted > bound ? { total: bound, totalExact: false, rows } : { total: head!.counted, totalExact: true, rows };
 }

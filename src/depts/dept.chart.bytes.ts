@@ -4,6 +4,7 @@
 // the chunks the cache keeps and a reply sends.
 
 import { plainText, type PlainRow } from './dept.json.js';
+import { idOrder, type Id } from '../core/ids.js';
 
 const CHILDREN_OPEN = Buffer.from(',"children":[');
 const CLOSE_NODE = Buffer.from(']}');
@@ -126,6 +127,13 @@ export class TreeRows {
   private orders = new Float64Array(1024);
   /** Per row: its slab, and its bytes' start and end in it. */
   private where = new Uint32Array(3 * 1024);
+  /**
+   * Ids above 2^53-1 (strings, docs/api-rules.md#ids), which a double cannot
+   * hold exactly: each stands in the arrays as a negative code until
+   * writeTo gives them, in id order, the doubles 2^53 + 2k (exact, and above
+   * every other id), so sorting and matching stay on doubles.
+   */
+  private readonly big = new Map<string, number>();
 
   constructor(private readonly pool: ChunkPool = NO_POOL) {}
 
@@ -145,12 +153,27 @@ export class TreeRows {
       this.orders = grown(this.orders, row);
       this.where = grown(this.where, 3 * row);
     }
-    this.ids[row] = r.id;
-    this.parents[row] = r.parent;
+    this.ids[row] = this.code(r.id);
+    this.parents[row] = this.code(r.parent);
     this.orders[row] = r.order;
     this.where[3 * row] = this.slabs.length - 1;
     this.where[3 * row + 1] = start;
     this.where[3 * row + 2] = this.used;
+  }
+
+  private code(id: Id): number {
+    if (typeof id === 'number') return id;
+    let code = this.big.get(id);
+    if (code === undefined) this.big.set(id, (code = -(this.big.size + 1)));
+    return code;
+  }
+
+  /** The big ids' codes replaced by doubles in id order (see `big`). */
+  private placeBigIds(): void {
+    if (this.big.size === 0) return;
+    const byCode = new Map<number, number>();
+    [...this.big.keys()].sort(idOrder).forEach((id, k) => byCode.set(this.big.get(id)!, 2 ** 53 + 2 * k));
+    for (const a of [this.ids, this.parents]) for (let row = 0; row < this.count; row++) if (a[row]! < 0) a[row] = byCode.get(a[row]!)!;
   }
 
   private bytesOf(row: number): Buffer {
@@ -167,6 +190,7 @@ export class TreeRows {
    * search; iterative, so depth costs no stack.
    */
   writeTo(out: ChunkWriter): void {
+    this.placeBigIds();
     const { ids, parents, orders, count } = this;
     const listed = new Uint32Array(count);
     for (let row = 0; row < count; row++) listed[row] = row;

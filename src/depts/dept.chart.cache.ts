@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Sql } from '../db/database.js';
 import type { DeptListQuery } from './dept.schema.js';
 import { cacheCounts, type CacheCounts } from '../core/cache.counts.js';
@@ -25,8 +26,9 @@ interface Building {
 
 /**
  * Serialised charts by (tenant, version, query), least recently used evicted
- * first, bounded in bytes. A chart larger than the whole budget is served
- * but not kept. Concurrent misses of one key share one build.
+ * first, bounded in bytes (the order and the bound are lru-cache's, by each
+ * chart's size). A chart larger than the whole budget is served but not kept.
+ * Concurrent misses of one key share one build.
  *
  * A dropped chart's chunks are written again by later builds (ChunkPool),
  * so each request given a chart counts as its reader until it calls
@@ -36,14 +38,12 @@ interface Building {
  * collector.
  */
 export class ChartCache {
-  /** key (tenant, query, version) -> bytes, in least-recently-used-first order. */
-  private readonly entries = new Map<string, Entry>();
+  /** key (tenant, query, version) -> bytes; whatever leaves it (evicted or dropped) goes through `dropped`. */
+  private readonly entries: LRUCache<string, Entry>;
   /** (tenant, query) -> the key of its one kept version: an older chart is never served again. */
   private readonly current = new Map<string, string>();
   /** A build under way, and how many requests wait for it (each its reader once it is done). */
   private readonly building = new Map<string, Building>();
-  private bytes = 0;
-
   constructor(
     readonly maxBytes: number,
     private readonly counts: CacheCounts = cacheCounts(),
@@ -51,7 +51,16 @@ export class ChartCache {
     // charts a write replaces are each up to the budget; fewer, and each round of writes left some to the collector
     // and took new ones (docs/benchmark.md#memory-on-postgresql).
     private readonly pool: ChunkPool = new ChunkPool(Math.ceil(maxBytes / CHUNK_BYTES)),
-  ) {}
+  ) {
+    // lru-cache's sizes are positive: an empty chart counts one byte. Its own builds and readers are no part of an
+    // LRU cache (the byte pool, the one current version per chart, the shared builds stay here); its fetch() would
+    // share a build, but not count the requests waiting for it as readers in the turn it ends.
+    this.entries = new LRUCache<string, Entry>({
+      maxSize: Math.max(1, maxBytes),
+      sizeCalculation: (entry) => Math.max(1, entry.bytes),
+      dispose: (entry, key) => this.dropped(entry, key),
+    });
+  }
 
   async get(sql: Sql, tenantId: string, version: string, kind: ChartKind, query: DeptListQuery): Promise<Chart> {
     const chart = `${tenantId}\0${queryKey(kind, query)}`;
@@ -59,9 +68,6 @@ export class ChartCache {
     const found = this.entries.get(key);
     if (found) {
       this.counts.hits++;
-      // Map order is the LRU order: move the hit to the end.
-      this.entries.delete(key);
-      this.entries.set(key, found);
       return this.lent(found, chartEtag(tenantId, version, kind, query));
     }
     // A chart being built is a miss too: this request waits for the database.
@@ -121,20 +127,17 @@ export class ChartCache {
       entry.dropped = true;
       return;
     }
+    // Evicts the least recently used charts past the budget, each through `dropped`.
     this.entries.set(key, entry);
     this.current.set(chart, key);
-    this.bytes += entry.bytes;
-    for (const oldest of this.entries.keys()) {
-      if (this.bytes <= this.maxBytes) break;
-      this.drop(oldest);
-    }
   }
 
   private drop(key: string): void {
-    const entry = this.entries.get(key);
-    if (!entry) return;
     this.entries.delete(key);
-    this.bytes -= entry.bytes;
+  }
+
+  /** A chart gone from the cache: no longer its chart's current version, and its chunks reused once unread. */
+  private dropped(entry: Entry, key: string): void {
     const chart = key.slice(0, key.lastIndexOf('\0'));
     if (this.current.get(chart) === key) this.current.delete(chart);
     entry.dropped = true;
@@ -149,6 +152,6 @@ export class ChartCache {
   }
 
   get size(): { entries: number; bytes: number } {
-    return { entries: this.entries.size, bytes: this.bytes };
+    return { entries: this.entries.size, bytes: this.entries.calculatedSize };
   }
 }

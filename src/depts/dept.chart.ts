@@ -8,7 +8,7 @@ import { transaction } from '../db/retry.js';
 
 // The organisation chart (dept `list` and `tree`) as cached, pre-serialised
 // envelopes. Every department write moves its tenant's version on in the same
-// transaction (triggers in sql/005_dept_chart_version.sql, made a vector of
+// statement (chartBump below; sql/005_dept_chart_version.sql, made a vector of
 // slots in sql/010_concurrent_writes.sql so writes do not queue on it), so a
 // read costs one version lookup; the bytes of a (tenant, version, query) are
 // built once, from the same snapshot as the version, and reused until evicted.
@@ -27,6 +27,23 @@ export interface Chart {
   bytes: number;
   /** Says the body is sent (or will not be): called once, after which its chunks may be written again (ChartCache). */
   release(): void;
+}
+
+/**
+ * Rule: every statement that writes a tenant's departments moves its chart
+ * version on: a CTE to place after the statement's own (it opens with a
+ * comma), writing a sequence value never used before into the slot of its
+ * server session, so writes of one tenant queue on each other only when
+ * their slots collide, and two snapshots that read the same vector hold the
+ * same departments. Triggers did this until sql/023_one_schema_for_citus.sql
+ * (Citus allows none on a distributed table); a program writing sys_dept in
+ * SQL must add the same (docs/operations.md).
+ */
+export function chartBump(db: Db, tenantId: string) {
+  return db`, chart_bump AS (
+    INSERT INTO dept_chart_version AS v (tenant_id, slot, version)
+    VALUES (${tenantId}, pg_backend_pid() % 64, nextval('dept_chart_version_seq'))
+    ON CONFLICT (tenant_id, slot) DO UPDATE SET version = excluded.version)`;
 }
 
 /**

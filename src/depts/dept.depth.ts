@@ -1,3 +1,4 @@
+import type { Id } from '../core/ids.js';
 import { assert } from '../core/app.error.js';
 
 /** docs/api-rules.md#departments: a top-level department is level 1; nothing goes deeper than this. */
@@ -13,7 +14,7 @@ const levelOf = (ancestors: string) => ancestors.split(',').length;
  * walk that locked the subtree: lockMove in dept.locks.ts). The parent's
  * share lock keeps its level still, the subtree's locks keep it from growing.
  */
-export function assertDepthFits(parent: { ancestors: string } | null, parentId: number, moved?: { deptId: number; levelsBelow: number }): void {
+export function assertDepthFits(parent: { ancestors: string } | null, parentId: Id, moved?: { deptId: Id; levelsBelow: number }): void {
   const level = parent ? levelOf(parent.ancestors) + 1 : 1;
   const deepest = level + (moved?.levelsBelow ?? 0);
   assert(

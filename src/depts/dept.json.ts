@@ -1,3 +1,4 @@
+import type { Id } from '../core/ids.js';
 import type { Db } from '../db/database.js';
 import { builtOnce } from '../db/fields.js';
 import { formatDateTime } from '../core/time.js';
@@ -23,8 +24,11 @@ import { formatDateTime } from '../core/time.js';
 // else. Each object is left open for its caller to close (`list` after the
 // row, `tree` after the node's children).
 
+/** An id column as JSON text: a number up to 2^53-1, a quoted string above (docs/api-rules.md#ids). */
+const ID_TEXT = (column: string) => `CASE WHEN ${column} <= 9007199254740991 THEN ${column}::text ELSE '"' || ${column} || '"' END`;
+
 const DB_TEXT_COLUMNS_TEXT = `
-  '{"deptId":' || dept_id || ',"parentId":' || parent_id || ',"ancestors":' || to_json(ancestors)::text
+  '{"deptId":' || ${ID_TEXT('dept_id')} || ',"parentId":' || ${ID_TEXT('parent_id')} || ',"ancestors":' || to_json(ancestors)::text
     || ',"deptName":' || to_json(dept_name)::text || ',"orderNum":' || order_num
     || ',"leader":' || coalesce(to_json(leader)::text, 'null') || ',"phone":' || coalesce(to_json(phone)::text, 'null')
     || ',"email":' || coalesce(to_json(email)::text, 'null') || ',"status":' || to_json(status)::text
@@ -65,8 +69,8 @@ export const PLAIN_COLUMNS = (sql: Db) => builtOnce(sql, ROW_TEXT, 'plain', () =
 
 /** A department's columns as they come for plainText. */
 export interface PlainRow {
-  id: number;
-  parent: number;
+  id: Id;
+  parent: Id;
   ancestors: string;
   name: string;
   order: number;
@@ -83,10 +87,12 @@ export interface PlainRow {
 }
 
 const json = (text: string | null) => (text === null ? 'null' : JSON.stringify(text));
+/** An id as JSON: a number up to 2^53-1, a string above (docs/api-rules.md#ids; the database's text: ID_TEXT). */
+const idJson = (id: Id) => (typeof id === 'number' ? id : `"${id}"`);
 
 /** The same text as dbText (JSON.stringify escapes strings as to_json does), left open. */
 export const plainText = (r: PlainRow) =>
-  `{"deptId":${r.id},"parentId":${r.parent},"ancestors":${json(r.ancestors)},"deptName":${json(r.name)},"orderNum":${r.order}` +
+  `{"deptId":${idJson(r.id)},"parentId":${idJson(r.parent)},"ancestors":${json(r.ancestors)},"deptName":${json(r.name)},"orderNum":${r.order}` +
   `,"leader":${json(r.leader)},"phone":${json(r.phone)},"email":${json(r.email)},"status":${json(r.status)},"delFlag":${json(r.del_flag)}` +
   `,"tenantId":${json(r.tenant_id)},"createBy":${json(r.create_by)},"createTime":${time(r.create_ms)},"updateBy":${json(r.update_by)}` +
   `,"updateTime":${time(r.update_ms)}`;

@@ -1,5 +1,6 @@
 import type { Tx } from '../db/database.js';
 import { assert } from '../core/app.error.js';
+import { idOrder, type Id } from '../core/ids.js';
 
 // Which rows a department write locks, in which order, and why. The write
 // paths (dept.sql.ts) take these locks inside the write's transaction; the
@@ -45,7 +46,7 @@ export interface Parent {
  * longer live; a new path, which the child's then follows). Undefined when it
  * is not a live department of the tenant: see assertLiveParent.
  */
-export async function lockParent(tx: Tx, tenantId: string, parentId: number): Promise<Parent | null | undefined> {
+export async function lockParent(tx: Tx, tenantId: string, parentId: Id): Promise<Parent | null | undefined> {
   if (parentId === 0) return null;
   const [parent] = await tx<Parent[]>`
     SELECT ancestors, status FROM sys_dept
@@ -58,8 +59,8 @@ export async function lockParent(tx: Tx, tenantId: string, parentId: number): Pr
  * The live department a write is about to change, locked FOR UPDATE until the
  * commit, as the last write before this one left it (404 when there is none).
  */
-async function currentDept(tx: Tx, tenantId: string, deptId: number) {
-  const [current] = await tx<{ parentId: number; ancestors: string }[]>`
+async function currentDept(tx: Tx, tenantId: string, deptId: Id) {
+  const [current] = await tx<{ parentId: Id; ancestors: string }[]>`
     SELECT parent_id AS "parentId", ancestors FROM sys_dept
     WHERE tenant_id = ${tenantId} AND dept_id = ${deptId} AND del_flag = '0'
     FOR UPDATE`;
@@ -77,10 +78,10 @@ type CurrentDept = Awaited<ReturnType<typeof currentDept>>;
  * turns out to be moving, lockMove lets go of both (rolls back to it) and
  * takes them again in order with the subtree, which may hold lower ids.
  */
-export async function lockDeptAndParent(tx: Tx, tenantId: string, deptId: number, parentId: number) {
+export async function lockDeptAndParent(tx: Tx, tenantId: string, deptId: Id, parentId: Id) {
   // Sent in the order they are started (one round trip); the server runs them one after another.
   const savepoint = tx`SAVEPOINT dept_locks`.execute();
-  const parentFirst = parentId < deptId ? lockParent(tx, tenantId, parentId) : undefined;
+  const parentFirst = idOrder(parentId, deptId) < 0 ? lockParent(tx, tenantId, parentId) : undefined;
   const current = currentDept(tx, tenantId, deptId);
   const [, locked, parent] = await Promise.all([savepoint, current, parentFirst ?? lockParent(tx, tenantId, parentId)]);
   return { current: locked, parent };
@@ -145,10 +146,10 @@ const lockEach = (tx: Tx, tenantId: string, ids: ReturnType<Tx>) => tx`
  * avoids, so the pass locks nothing and the move lets go of all its locks
  * and starts over with a first pass, at most MOVE_LOCK_RESTARTS times.
  */
-export async function lockMove(tx: Tx, tenantId: string, deptId: number, newParentId: number): Promise<LockedMove> {
-  let locked: number[] = [];
+export async function lockMove(tx: Tx, tenantId: string, deptId: Id, newParentId: Id): Promise<LockedMove> {
+  let locked: string[] = [];
   /** The highest id locked so far (0: none); a pass takes no new row below it. */
-  let highest = 0;
+  let highest: Id = 0;
   let restarts = 0;
   let restart = true;
   for (;;) {
@@ -158,7 +159,7 @@ export async function lockMove(tx: Tx, tenantId: string, deptId: number, newPare
         orderKept: boolean;
         fresh: string[];
         deptLive: boolean | null;
-        deptParentId: number | null;
+        deptParentId: Id | null;
         deptAncestors: string | null;
         parentAncestors: string | null;
         parentStatus: string | null;
@@ -167,7 +168,7 @@ export async function lockMove(tx: Tx, tenantId: string, deptId: number, newPare
       WITH RECURSIVE subtree AS (
         SELECT dept_id, del_flag, 0 AS depth FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${deptId}
         UNION ALL
-        SELECT d.dept_id, d.del_flag, s.depth + 1 FROM sys_dept d JOIN subtree s ON d.tenant_id = ${tenantId} AND d.parent_id = s.dept_id
+        SELECT d.dept_id, d.del_flag, s.depth + 1 FROM sys_dept d JOIN subtree s ON d.parent_id = s.dept_id WHERE d.tenant_id = ${tenantId}
       ), fresh AS MATERIALIZED (
         -- Rows of the subtree no earlier pass locked (the new parent, share-locked with them, aside).
         SELECT dept_id FROM subtree WHERE dept_id <> ${newParentId} AND dept_id NOT IN (SELECT unnest(${locked}::bigint[]))
@@ -205,7 +206,7 @@ export async function lockMove(tx: Tx, tenantId: string, deptId: number, newPare
       -- The department as its lock found it (the latest version, should it have waited).
       LEFT JOIN (SELECT * FROM below WHERE dept_id = ${deptId} UNION ALL SELECT * FROM above WHERE dept_id = ${deptId}) x ON true
       LEFT JOIN parent p ON true`;
-    const [, [pass]] = await Promise.all([release, query]);
+    const [, [pass]]: [unknown, Awaited<typeof query>] = await Promise.all([release, query]);
     const { orderKept, holdsNewParent, levelsBelow } = pass!;
     if (!orderKept) {
       restarts++;
@@ -215,15 +216,16 @@ export async function lockMove(tx: Tx, tenantId: string, deptId: number, newPare
       continue;
     }
     const current = pass!.deptLive ? { parentId: pass!.deptParentId!, ancestors: pass!.deptAncestors! } : undefined;
-    const parent =
+    const parent: Parent | null | undefined =
       newParentId === 0 ? null : pass!.parentAncestors === null ? undefined : { ancestors: pass!.parentAncestors, status: pass!.parentStatus! };
-    // The rows this pass locked that no earlier one had, in id order.
-    const fresh = pass!.fresh.map(Number);
+    // The rows this pass locked that no earlier one had, in id order (as text: ids may pass 2^53).
+    const fresh: string[] = pass!.fresh.map(String);
     // Settled; or a rule already fails (the department or its new parent is gone), whatever the subtree holds.
     if (fresh.length === 0 || !current || parent === undefined) return { current, parent, holdsNewParent, levelsBelow };
     locked = locked.concat(fresh);
     // fresh is in id order; once restarts are used up, every new row is taken where it is (highest 0).
-    highest = restarts < MOVE_LOCK_RESTARTS ? Math.max(highest, fresh[fresh.length - 1]!, parent ? newParentId : 0) : 0;
+    const candidates: Id[] = [highest, fresh[fresh.length - 1]!, parent ? newParentId : 0];
+    highest = restarts < MOVE_LOCK_RESTARTS ? candidates.sort(idOrder).at(-1)! : 0;
     restart = false;
   }
 }

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { DelFlagInput, Status } from '../core/common.schema.js';
+import { DelFlagInput, EntityIdQuery, Status } from '../core/common.schema.js';
 import { DEPT_NAME_MAX } from '../core/limits.js';
 import { propertiesOf } from '../db/fields.js';
 import { DEPT_FIELDS } from './dept.fields.js';
@@ -55,7 +55,7 @@ export const DeptUpdate = Type.Composite([Type.Pick(Dept, ['deptId', 'parentId',
 export const DeptListQuery = Type.Object({
   deptName: Type.Optional(Type.String({ maxLength: DEPT_NAME_MAX, description: 'Substring match' })),
   status: Type.Optional(Status),
-  parentId: Type.Optional(Dept.properties.parentId),
+  parentId: Type.Optional(EntityIdQuery(0)),
 });
 
 export const DeptList = Type.Array(Type.Ref('Dept'));

@@ -1,3 +1,4 @@
+import { canonicalId, withCanonicalIds, type Id } from '../core/ids.js';
 import type { Db, Tx } from '../db/database.js';
 import { contains } from '../db/sql.helpers.js';
 import { assert } from '../core/app.error.js';
@@ -14,7 +15,7 @@ import {
   assertParentEnabled,
   assertLiveParent,
   deptPathUnder,
-  subtreePathsRewrite,
+  rewriteSubtreePaths,
   trimmedName,
 } from './dept.rules.js';
 import { lockDeptAndParent, lockMove, lockParent, type MovedSubtree } from './dept.locks.js';
@@ -22,6 +23,7 @@ import type { Dept, DeptCreate, DeptListQuery, DeptUpdate } from './dept.schema.
 import { DEPT_FIELDS } from './dept.fields.js';
 import { PLAIN_COLUMNS, plainText, type PlainRow } from './dept.json.js';
 import { fromRow, selectList, writeColumns } from '../db/fields.js';
+import { chartBump } from './dept.chart.js';
 
 type DeptRow = Record<string, unknown>;
 
@@ -34,7 +36,7 @@ const toDept = (row: DeptRow): Dept => fromRow(row, DEPT_FIELDS);
 
 // ---------------------------------------------------------------- reads
 
-export async function getDept(sql: Db, tenantId: string, deptId: number): Promise<Dept | undefined> {
+export async function getDept(sql: Db, tenantId: string, deptId: Id): Promise<Dept | undefined> {
   const [row] = await sql<DeptRow[]>`
     SELECT ${COLUMNS(sql)} FROM sys_dept
     WHERE tenant_id = ${tenantId} AND dept_id = ${deptId} AND del_flag = '0'`;
@@ -46,7 +48,7 @@ export async function getDept(sql: Db, tenantId: string, deptId: number): Promis
  * JSON.stringify of getDept's record, written from plain columns (plainText,
  * dept.json.ts) without building the record.
  */
-export async function getDeptText(sql: Db, tenantId: string, deptId: number): Promise<string | undefined> {
+export async function getDeptText(sql: Db, tenantId: string, deptId: Id): Promise<string | undefined> {
   const [row] = await sql<PlainRow[]>`
     SELECT ${PLAIN_COLUMNS(sql)} FROM sys_dept
     WHERE tenant_id = ${tenantId} AND dept_id = ${deptId} AND del_flag = '0'`;
@@ -64,17 +66,17 @@ export function listFilter(sql: Db, tenantId: string, query: DeptListQuery) {
     tenant_id = ${tenantId} AND del_flag = '0'
       ${query.deptName !== undefined ? sql`AND ${contains(sql, sql`dept_name`, query.deptName)}` : sql``}
       ${query.status !== undefined ? sql`AND status = ${query.status}` : sql``}
-      ${query.parentId !== undefined ? sql`AND parent_id = ${query.parentId}` : sql``}`;
+      ${query.parentId !== undefined ? sql`AND parent_id = ${canonicalId(query.parentId, 'parentId')}` : sql``}`;
 }
 
 /** The choices of a new parent for `deptId`: every live department but itself and its descendants. */
-export async function listParentChoices(sql: Db, tenantId: string, deptId: number): Promise<Dept[]> {
+export async function listParentChoices(sql: Db, tenantId: string, deptId: Id): Promise<Dept[]> {
   assert(await getDept(sql, tenantId, deptId), 404, `Department ${deptId} not found`);
   const rows = await sql<DeptRow[]>`
     WITH RECURSIVE excluded AS (
       SELECT ${deptId}::bigint AS dept_id
       UNION
-      SELECT d.dept_id FROM sys_dept d JOIN excluded e ON d.tenant_id = ${tenantId} AND d.parent_id = e.dept_id
+      SELECT d.dept_id FROM sys_dept d JOIN excluded e ON d.parent_id = e.dept_id WHERE d.tenant_id = ${tenantId}
     )
     SELECT ${COLUMNS(sql)} FROM sys_dept
     WHERE tenant_id = ${tenantId} AND del_flag = '0' AND dept_id NOT IN (SELECT dept_id FROM excluded)
@@ -88,14 +90,15 @@ export async function listParentChoices(sql: Db, tenantId: string, deptId: numbe
  * `extra`: columns outside the REST department (SCIM's external_id, docs/scim.md#groups).
  * The row and its audit record go in with one statement.
  */
-export async function createDept(tx: Tx, actor: Actor, input: DeptCreate, extra: Record<string, unknown> = {}): Promise<number> {
+export async function createDept(tx: Tx, actor: Actor, sent: DeptCreate, extra: Record<string, unknown> = {}): Promise<Id> {
+  const input = withCanonicalIds(sent, ['parentId']);
   assertOwnTenant(actor, input.tenantId, 'departments');
   const deptName = trimmedName(input.deptName);
   const parent = await lockParent(tx, actor.tenantId, input.parentId);
   assertLiveParent(parent, input.parentId);
   assertParentEnabled(parent, input.parentId, 'enable it before adding departments under it');
   assertDepthFits(parent, input.parentId);
-  const [row] = await tx<{ deptId: number }[]>`
+  const [row] = await tx<{ deptId: Id }[]>`
     WITH created AS (
       INSERT INTO sys_dept ${tx({
         ...writeColumns(DEPT_FIELDS, { ...input, deptName }),
@@ -106,6 +109,7 @@ export async function createDept(tx: Tx, actor: Actor, input: DeptCreate, extra:
       })}
       RETURNING *
     ) ${auditRecords(tx, actor, 'dept.create', 'dept', tx`SELECT dept_id, ${valuesSql(tx, RECORDED, 'created')} FROM created`)}
+    ${chartBump(tx, actor.tenantId)}
     SELECT dept_id AS "deptId" FROM created`;
   return row!.deptId;
 }
@@ -115,7 +119,8 @@ export async function createDept(tx: Tx, actor: Actor, input: DeptCreate, extra:
  * subtree is locked, checked for cycles and depth, then its paths follow in
  * one statement. `extra` as for createDept.
  */
-export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatch?: string, extra: Record<string, unknown> = {}): Promise<void> {
+export async function updateDept(tx: Tx, actor: Actor, sent: DeptUpdate, ifMatch?: string, extra: Record<string, unknown> = {}): Promise<void> {
+  const input = withCanonicalIds(sent, ['deptId', 'parentId']);
   assertOwnTenant(actor, input.tenantId, 'departments');
   const deptName = trimmedName(input.deptName);
   const { tenantId } = actor;
@@ -143,9 +148,9 @@ export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatc
   else await assertNoEnabledChild(tx, tenantId, input.deptId);
 
   const ancestors = moved ? deptPathUnder(parent, input.parentId) : current.ancestors;
-  // The department, its record (one, for the department itself) and, for a move, its subtree's paths: one statement.
+  // The department and its record (one, for the department itself): one statement; for a move, its subtree's paths next.
   await tx`
-    WITH RECURSIVE before AS (
+    WITH before AS MATERIALIZED (
       -- The row as the statement's snapshot has it: every part of one statement sees the same data, the UPDATE's effect not included.
       SELECT * FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId}
     ), updated AS (
@@ -153,9 +158,11 @@ export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatc
         update_time = now()
       WHERE tenant_id = ${tenantId} AND dept_id = ${input.deptId}
       RETURNING *
-    ) ${moved ? subtreePathsRewrite(tx, tenantId, input.deptId, current.ancestors, ancestors) : tx``}
+    )
     ${auditRecords(tx, actor, moved ? 'dept.move' : 'dept.update', 'dept', tx`SELECT u.dept_id, ${diffSql(tx, RECORDED, 'b', 'u')} FROM updated u, before b`)}
+    ${chartBump(tx, tenantId)}
     SELECT count(*) FROM updated`;
+  if (moved) await rewriteSubtreePaths(tx, tenantId, input.deptId, current.ancestors, ancestors);
 }
 
 /**
@@ -163,7 +170,7 @@ export async function updateDept(tx: Tx, actor: Actor, input: DeptUpdate, ifMatc
  * be a live department of the caller's tenant (404 naming the missing ones)
  * and none may have a live child department or a live user (409 naming it).
  */
-export async function deleteDepts(tx: Tx, actor: Actor, ids: number[], ifMatch?: string): Promise<void> {
+export async function deleteDepts(tx: Tx, actor: Actor, ids: Id[], ifMatch?: string): Promise<void> {
   const { tenantId } = actor;
   await assertAllLive(tx, tenantId, ids);
   await checkIfMatch(ifMatch, () => getDept(tx, tenantId, ids[0]!), `Department ${ids[0]}`);
@@ -174,5 +181,6 @@ export async function deleteDepts(tx: Tx, actor: Actor, ids: number[], ifMatch?:
       WHERE tenant_id = ${tenantId} AND dept_id = ANY(${ids}::bigint[])
       RETURNING *
     ) ${auditRecords(tx, actor, 'dept.delete', 'dept', tx`SELECT dept_id, ${valuesSql(tx, RECORDED, 'deleted')} FROM deleted ORDER BY dept_id`)}
+    ${chartBump(tx, tenantId)}
     SELECT count(*) FROM deleted`;
 }

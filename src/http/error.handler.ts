@@ -3,6 +3,7 @@ import { AppError } from '../core/app.error.js';
 import { BODY_LIMIT_TEXT } from '../core/limits.js';
 import { discardRestOfBody } from './body.discard.js';
 import { CommitOutcomeUnknown, isUnavailable } from '../db/retry.js';
+import { constraintOf, isPgError } from '../db/pg.errors.js';
 
 /**
  * PostgreSQL constraint names (sql/*.sql) and what they mean to a client.
@@ -43,15 +44,6 @@ const SQLSTATE: Record<string, [AppError['status'], string]> = {
   '2200H': [409, 'No more six-digit tenant codes are available'],
 };
 
-interface PgError {
-  code: string;
-  constraint_name?: string;
-}
-
-function isPgError(error: unknown): error is PgError {
-  return error instanceof Error && error.name === 'PostgresError';
-}
-
 /**
  * Ajv's errors as one sentence per field: "body.status must be one of "0",
  * "1"". Alternatives (anyOf, const, enum, nullable) are folded into the
@@ -86,7 +78,8 @@ export function classify(error: FastifyError | Error): [number, string] {
   if (error instanceof CommitOutcomeUnknown) return [503, `${error.message}: read it back before repeating it`];
   if (isUnavailable(error)) return [503, 'The database is unavailable; retry later'];
   if (isPgError(error)) {
-    const known = (error.constraint_name && CONSTRAINTS[error.constraint_name]) || SQLSTATE[error.code];
+    const constraint = constraintOf(error);
+    const known = (constraint && CONSTRAINTS[constraint]) || SQLSTATE[error.code];
     if (known) return known;
     return [500, 'Internal server error'];
   }

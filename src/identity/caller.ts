@@ -1,3 +1,4 @@
+import type { Id } from '../core/ids.js';
 import { assert } from '../core/app.error.js';
 import { PLATFORM_TENANT, type Role } from './roles.js';
 
@@ -9,7 +10,7 @@ import { PLATFORM_TENANT, type Role } from './roles.js';
 /** Who is calling: the user behind a verified token and its live session, and the request it came with. */
 export interface Caller {
   tenantId: string;
-  userId: number;
+  userId: Id;
   userName: string;
   role: Role;
   sessionId: string;

@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.js';
 import type { Fragment } from '../db/page.js';
 import { isSuperadmin, type Caller } from './caller.js';
+import { isOnCitus } from '../db/citus.js';
 
 // A tenant's scope is the tenant itself and every tenant below it. Every
 // check of "may this caller see or change that tenant's data" is one of
@@ -35,6 +36,13 @@ export function inTenantSubtreeOf(sql: Db, alias: string, root: Fragment) {
 }
 
 function subtreeWalk(sql: Db, alias: string, root: string | Fragment) {
+  // Citus plans a recursive CTE only when it names a value of the distribution column, even one that reads a
+  // reference table alone, in any statement that reads a distributed table. There the subtree is the tenants
+  // whose path holds the root (ancestors never change): a read of every tenant's path instead of a walk.
+  if (isOnCitus())
+    return sql`${sql(alias)}.tenant_id = ANY (ARRAY(
+      SELECT s.tenant_id FROM sys_tenant s
+      WHERE s.tenant_id = ${root}::text OR ',' || s.ancestors || ',' LIKE '%,' || ${root}::text || ',%'))`;
   // An array computed once (an InitPlan), so the codes probe the unique index on tenant_id; as an IN
   // subquery the planner guessed the walk's size and hashed it against a scan of every tenant.
   return sql`${sql(alias)}.tenant_id = ANY (ARRAY(

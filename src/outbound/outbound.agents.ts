@@ -1,35 +1,38 @@
-import http from 'node:http';
-import https from 'node:https';
-import { checkLiteral, guardedLookup, hostOf, type AddressRule } from './outbound.address.js';
+import { Agent, type Dispatcher } from 'undici';
+import { checkLiteral, guardedLookup, type AddressRule } from './outbound.address.js';
 
-// The connections of every outbound call: keep-alive agents, one pair per
-// rule, whose every new connection resolves its host through the guarded
-// lookup (src/outbound/outbound.address.ts). The agent is where the rule can
-// see the address a socket is about to connect to, which a global fetch does
-// not expose; a reused connection was judged when it was made.
+// The connections of every outbound call: undici keep-alive agents, one per
+// rule and URL protocol, whose every new connection resolves its host through
+// the guarded lookup (`connect.lookup`, src/outbound/outbound.address.ts). The
+// agent's connector is where the rule can see the address a socket is about to
+// connect to, which a plain fetch does not expose; a reused connection was
+// judged when it was made. The protocol is part of the rule (http:// only to
+// an allowed address) and the lookup does not see the URL, hence one agent
+// per protocol.
 
 /** The agents of one rule, by URL protocol. */
 interface OutboundAgents {
-  'http:': http.Agent;
-  'https:': https.Agent;
+  'http:': Agent;
+  'https:': Agent;
 }
 
-/** Connections one agent keeps open at once to one host and port; more wait for a free one. */
-const MAX_SOCKETS = 256;
+/** Connections one agent keeps open at once to one origin; more requests wait for a free one. */
+const MAX_CONNECTIONS = 256;
 
 const agents = new WeakMap<AddressRule, OutboundAgents>();
 
-/** Keep-alive agents whose every new connection goes through the guarded lookup; the same pair for the same rule object. */
-function agentsFor(rule: AddressRule): OutboundAgents {
+function agent(rule: AddressRule, protocol: keyof OutboundAgents): Agent {
+  return new Agent({ connections: MAX_CONNECTIONS, connect: { lookup: guardedLookup(rule, protocol) } });
+}
+
+/** The rule's agent for `url`'s protocol (the same one for the same rule object): what a request to `url` is dispatched through. */
+export function dispatcherFor(rule: AddressRule, url: URL): Dispatcher {
   let pair = agents.get(rule);
   if (!pair) {
-    pair = {
-      'http:': new http.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS, lookup: guardedLookup(rule, 'http:') as never }),
-      'https:': new https.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS, lookup: guardedLookup(rule, 'https:') as never }),
-    };
+    pair = { 'http:': agent(rule, 'http:'), 'https:': agent(rule, 'https:') };
     agents.set(rule, pair);
   }
-  return pair;
+  return pair[url.protocol as keyof OutboundAgents];
 }
 
 /**
@@ -44,24 +47,15 @@ export function outboundUrl(rule: AddressRule, text: string): URL {
   return url;
 }
 
-/** A request to `url` (from outboundUrl) through the rule's agents; nothing is sent until the caller ends it. */
+/**
+ * One request to `url` (from outboundUrl) through the rule's agent, with
+ * undici's `request` (the answer's body a stream the caller reads or
+ * dumps). A redirect is an answer like any other: `request` follows none.
+ */
 export function outboundRequest(
   rule: AddressRule,
   url: URL,
-  { method, headers }: { method: string; headers: http.OutgoingHttpHeaders },
-  onResponse: (response: http.IncomingMessage) => void,
-): http.ClientRequest {
-  const protocol = url.protocol as keyof OutboundAgents;
-  return (protocol === 'https:' ? https : http).request(
-    {
-      protocol,
-      hostname: hostOf(url),
-      port: url.port || undefined,
-      path: `${url.pathname}${url.search}`,
-      method,
-      agent: agentsFor(rule)[protocol],
-      headers,
-    },
-    onResponse,
-  );
+  options: { method: Dispatcher.HttpMethod; headers: Record<string, string>; body?: Buffer; signal: AbortSignal },
+): Promise<Dispatcher.ResponseData> {
+  return dispatcherFor(rule, url).request({ origin: url.origin, path: `${url.pathname}${url.search}`, ...options });
 }

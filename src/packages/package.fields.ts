@@ -8,7 +8,7 @@ import { AUDIT_FIELDS, field } from '../db/fields.js';
 // SELECT list and row mapping.
 
 /** A package's id: snowflake-style, 19 digits, kept as text (beyond a JS number). */
-export const PackageId = Type.String({ pattern: '^[0-9]{19}$', description: 'The package id (19 digits)' });
+export const PackageId = Type.String({ pattern: '^[0-9]{1,19}$', description: 'The package id (19 digits; an imported one keeps its value)' });
 
 /** A menu list, as a package and a tenant's packageBo both take it. */
 export const MenuIds = Type.String({

@@ -1,16 +1,16 @@
 import type { Db, Tx } from '../db/database.js';
 import { assert } from '../core/app.error.js';
+import { INT8_MAX } from '../core/limits.js';
 import type { Actor } from '../identity/caller.js';
 import { auditRecordsAcross } from '../audit/audit.record.js';
 import { normaliseMenuIds, sameMenus } from './package.menus.js';
+import { bumpTenantListVersion } from '../identity/tenant.version.js';
 
 // The package rules (docs/api-rules.md#packages), one function each, with
 // the SQL that checks it. Two locks make them race-free: a write to a
 // package or its delete locks the package row FOR UPDATE, and a tenant that
 // takes a package locks it FOR SHARE, so each waits for the other and then
 // reads what the other committed.
-
-const INT8_MAX = 9_223_372_036_854_775_807n;
 
 /** What a tenant's write says of its package: a packageId, or a menu list of its own. */
 export interface PackageChoice {
@@ -119,5 +119,7 @@ export async function menusReachTenants(tx: Tx, actor: Actor, packageId: string,
       FROM (SELECT DISTINCT r.old FROM reached r) o)
     ${auditRecordsAcross(tx, actor, 'tenant.menus', 'tenant', tx`SELECT r.tenant_id, r.id::text, c.changes FROM reached r JOIN change c ON c.old = r.old`)}
     SELECT count(*) AS reached FROM reached`;
-  return Number(row!.reached);
+  const reached = Number(row!.reached);
+  if (reached > 0) await bumpTenantListVersion(tx);
+  return reached;
 }

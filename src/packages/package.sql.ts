@@ -1,4 +1,5 @@
 import type { Db, Tx } from '../db/database.js';
+import { serializePlatformWrites } from '../db/citus.js';
 import { assert } from '../core/app.error.js';
 import { parseInternalId } from '../core/ids.js';
 import { checkIfMatch, assertIfMatchFits } from '../core/version.js';
@@ -54,6 +55,7 @@ export async function listPackages(db: Db, query: PackageListQuery): Promise<{ t
 }
 
 export async function createPackage(tx: Tx, actor: Actor, input: PackageCreate): Promise<string> {
+  await serializePlatformWrites(tx);
   const [row] = await tx<{ packageId: string; image: RowImage }[]>`
     WITH p AS (INSERT INTO sys_package ${tx({ ...writable(input), create_by: actor.userName })} RETURNING *)
     SELECT p.package_id::text AS "packageId", ${PACKAGE_IMAGE(tx)} FROM p`;
@@ -66,13 +68,17 @@ export async function createPackage(tx: Tx, actor: Actor, input: PackageCreate):
  * package in the same transaction (menusReachTenants); answers how many.
  */
 export async function updatePackage(tx: Tx, actor: Actor, input: PackageUpdate, ifMatch?: string): Promise<number> {
+  await serializePlatformWrites(tx);
   const [target] = await lockLivePackages(tx, [parseInternalId(input.packageId, 'Package')]);
   await checkIfMatch(ifMatch, () => getPackage(tx, input.packageId), `Package ${input.packageId}`);
   const columns = writable(input);
+  // The image from a CTE: Citus allows no STABLE function (to_jsonb) in a write's RETURNING.
   const [after] = await tx<{ image: RowImage }[]>`
-    UPDATE sys_package p SET ${tx({ ...columns, update_by: actor.userName })}, update_time = now()
-    WHERE p.package_id = ${target!.packageId}::bigint
-    RETURNING ${PACKAGE_IMAGE(tx)}`;
+    WITH p AS (
+      UPDATE sys_package p SET ${tx({ ...columns, update_by: actor.userName })}, update_time = now()
+      WHERE p.package_id = ${target!.packageId}::bigint
+      RETURNING p.*)
+    SELECT ${PACKAGE_IMAGE(tx)} FROM p`;
   await recordAudit(tx, actor, [
     { action: 'package.update', entityType: 'package', entityId: target!.packageId, changes: diff(target!.image, after!.image) },
   ]);
@@ -81,6 +87,7 @@ export async function updatePackage(tx: Tx, actor: Actor, input: PackageUpdate, 
 
 /** Logical delete of one package or several, all or none: refused while a live tenant is on any of them. */
 export async function deletePackages(tx: Tx, actor: Actor, rawIds: string, ifMatch?: string): Promise<void> {
+  await serializePlatformWrites(tx);
   const ids = [...new Set(rawIds.split(',').map((id) => parseInternalId(id, 'Package')))];
   assert(ids.length <= MAX_BATCH_IDS, 400, `The path may list at most ${MAX_BATCH_IDS} ids, got ${ids.length}`);
   assertIfMatchFits(ifMatch, ids);

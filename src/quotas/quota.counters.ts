@@ -2,12 +2,12 @@ import type { PendingQuery, Row } from 'postgres';
 import type { Db } from '../db/database.js';
 import { builtOnce, plainName } from '../db/fields.js';
 import { QUOTA_FIELDS } from '../tenants/tenant.fields.js';
-import { timeZoneName } from '../core/time.js';
 
 // The counters a service consumes (docs/quotas.md#counters): six of
 // quotaBo's fields are allowances, limits for the tenant's current service
 // period (-1: unlimited). The other four (riskReportUsed, zr, credit, pf)
-// stay stored values, as the tenant API has them.
+// stay stored values, as the tenant API has them. What a consume may do
+// with them is in quota.rules.ts.
 
 export const COUNTERS = ['enterpriseQuery', 'annualReportQuery', 'chainReport', 'businessReport', 'riskReport', 'merchant'] as const;
 export type Counter = (typeof COUNTERS)[number];
@@ -29,13 +29,4 @@ export function limitOf(sql: Db, counter: PendingQuery<Row[]>) {
     COUNTERS.map((c) => `WHEN '${plainName(c, 'apiName')}' THEN t.${plainName(QUOTA_FIELDS[c].column, 'identifier')}`).join(' '),
   );
   return sql`(CASE ${counter} ${cases} END)`;
-}
-
-/**
- * The first day of the tenant `t`'s current service period: its startTime,
- * or the day it was created (in the service's time zone) when it has none.
- * A renewal (a new startTime) starts a new period, counted from 0.
- */
-export function periodStartOf(sql: Db) {
-  return sql`COALESCE(t.start_time, (t.create_time AT TIME ZONE ${timeZoneName()})::date)`;
 }

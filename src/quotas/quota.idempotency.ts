@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { acrossTenants, isOnCitus } from '../db/citus.js';
+import { violatesUnique } from '../db/pg.errors.js';
 import type { Db } from '../db/database.js';
 import type { Fragment } from '../db/page.js';
 import { LOCK } from '../db/locks.js';
@@ -92,7 +94,7 @@ export async function onceMore<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (err) {
-    if ((err as { constraint_name?: string }).constraint_name !== 'quota_idempotency_pkey') throw err;
+    if (!violatesUnique(err, 'quota_idempotency_pkey')) throw err;
     return run();
   }
 }
@@ -105,13 +107,23 @@ export async function onceMore<T>(run: () => Promise<T>): Promise<T> {
 export async function purgeKeys(sql: Db, batch = 1000): Promise<number> {
   let total = 0;
   for (;;) {
-    const deleted = await sql`
+    // On Citus each shard finds its tenants' old keys by its own index; a lateral walk per tenant from the
+    // reference table with a LIMIT is a shape Citus cannot push down.
+    const deleted = await acrossTenants(sql, (db) =>
+      isOnCitus()
+        ? db`
+      DELETE FROM quota_idempotency WHERE (tenant_id, idem_key) IN (
+        SELECT q.tenant_id, q.idem_key FROM quota_idempotency q
+        WHERE q.create_time < now() - make_interval(days => ${KEY_DAYS})
+        LIMIT ${batch})`
+        : db`
       DELETE FROM quota_idempotency WHERE (tenant_id, idem_key) IN (
         SELECT k.tenant_id, k.idem_key FROM sys_tenant t CROSS JOIN LATERAL (
           SELECT q.tenant_id, q.idem_key FROM quota_idempotency q
           WHERE q.tenant_id = t.tenant_id AND q.create_time < now() - make_interval(days => ${KEY_DAYS})
           LIMIT ${batch}) k
-        LIMIT ${batch})`;
+        LIMIT ${batch})`,
+    );
     total += deleted.count;
     if (deleted.count < batch) return total;
   }

@@ -1,10 +1,12 @@
+import type { Row } from 'postgres';
 import type { Db } from '../db/database.js';
+import { fromRow, selectList } from '../db/fields.js';
 import { AppError } from '../core/app.error.js';
-import { formatDateTime } from '../core/time.js';
 import { pageOf, type PageQuery } from '../db/page.js';
 import type { Caller } from '../identity/caller.js';
 import { tenantsReadableBy } from '../identity/scope.js';
 import type { Counter } from './quota.counters.js';
+import { CONSUMPTION_FIELDS } from './quota.fields.js';
 
 // The usage ledger (docs/quotas.md#the-ledger): one row per consumption,
 // written by the consume's own statement (quota.usage.sql.ts), its refunds
@@ -15,18 +17,10 @@ export async function ledgerOf(db: Db, caller: Caller, tenantId: string, query: 
   const [tenant] =
     await db`SELECT 1 FROM sys_tenant t WHERE t.tenant_id = ${tenantId} AND t.del_flag = '0' AND ${tenantsReadableBy(db, caller, 't')}`;
   if (!tenant) throw new AppError(404, `Tenant ${tenantId} not found`);
-  const page = await pageOf<{
-    consumptionId: string;
-    counter: Counter;
-    amount: number;
-    refunded: number;
-    reference: string | null;
-    createBy: string;
-    createTime: Date;
-  }>(
+  const page = await pageOf<Row>(
     db,
     {
-      select: db`c.consumption_id::text AS "consumptionId", c.counter, c.amount, c.refunded, c.reference, c.create_by AS "createBy", c.create_time AS "createTime"`,
+      select: selectList(db, 'c', CONSUMPTION_FIELDS),
       // Each filter only when asked for, so the plan of each form uses its index.
       from: db`quota_consumption c WHERE c.tenant_id = ${tenantId}
         ${query.counter ? db`AND c.counter = ${query.counter}` : db``}
@@ -35,5 +29,5 @@ export async function ledgerOf(db: Db, caller: Caller, tenantId: string, query: 
     },
     query,
   );
-  return { total: page.total, rows: page.rows.map((r) => ({ ...r, createTime: formatDateTime(r.createTime) })) };
+  return { total: page.total, rows: page.rows.map((r) => fromRow(r, CONSUMPTION_FIELDS)) };
 }

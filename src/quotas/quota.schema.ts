@@ -1,18 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Day, PageOf, PageParams } from '../core/common.schema.js';
-import { TenantCode } from '../tenants/tenant.fields.js';
-import { COUNTERS } from './quota.counters.js';
+import { Day, PageOf, PageParams, TenantCode } from '../core/common.schema.js';
+import { propertiesOf } from '../db/fields.js';
+import { CONSUMPTION_FIELDS, Counter } from './quota.fields.js';
 
 // Quota usage (docs/quotas.md): a tenant's counters for its current period,
 // a consume and a refund with their answers, and the ledger.
 
-const Counter = Type.Union(
-  COUNTERS.map((c) => Type.Literal(c)),
-  { description: 'One of the allowances of quotaBo' },
-);
-
 /** The tenant whose quota it is. */
-export const TenantPath = Type.Object({ tenantId: TenantCode });
+export const TenantPath = Type.Object({ tenantId: TenantCode() });
 
 /** `periodStart`: a period by its first day (YYYY-MM-DD); default, or in the ledger all periods. */
 export const UsageQuery = Type.Object({ periodStart: Type.Optional(Day) });
@@ -73,18 +68,7 @@ export const Refunded = Type.Object(
   { $id: 'Refunded' },
 );
 
-export const LedgerRow = Type.Object(
-  {
-    consumptionId: Type.String(),
-    counter: Counter,
-    amount: Type.Integer(),
-    refunded: Type.Integer(),
-    reference: Type.Union([Type.String(), Type.Null()]),
-    createBy: Type.String(),
-    createTime: Type.String(),
-  },
-  { $id: 'LedgerRow' },
-);
+export const LedgerRow = Type.Object(propertiesOf(CONSUMPTION_FIELDS), { $id: 'LedgerRow' });
 export const LedgerPage = PageOf(Type.Ref('LedgerRow'));
 export const LedgerQuery = Type.Object({
   counter: Type.Optional(Counter),

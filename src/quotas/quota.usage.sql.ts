@@ -4,10 +4,11 @@ import { AppError } from '../core/app.error.js';
 import { auditRecords } from '../audit/audit.record.js';
 import type { Caller } from '../identity/caller.js';
 import { tenantsReadableBy } from '../identity/scope.js';
-import { tenantProblem, type TenantState } from '../identity/tenant.state.js';
-import { COUNTERS, limitOf, periodStartOf, UNLIMITED, type Counter } from './quota.counters.js';
+import type { TenantState } from '../identity/tenant.state.js';
+import { COUNTERS, limitOf, type Counter } from './quota.counters.js';
 import { keepAnswer, keyCtes, onceMore, type Keyed } from './quota.idempotency.js';
 import { foundAndKeyed, visibleTenant, type Answer, type Outcome } from './quota.keyed.js';
+import { assertMayConsume, periodStartOf, reached, remaining, remainingSql, THRESHOLDS, withinLimit } from './quota.rules.js';
 import type { Consumed } from './quota.schema.js';
 
 // What a tenant's counters have used, and the consume that counts
@@ -15,14 +16,9 @@ import type { Consumed } from './quota.schema.js';
 // It is one statement in its own transaction: it finds the tenant, takes the
 // Idempotency-Key, changes the counter, the ledger and the key together and
 // writes the threshold records, so a counter's row is locked only while that
-// one statement runs. Every statement names the tenant. The refund is in
-// quota.refund.sql.ts, what both share in quota.keyed.ts.
-
-/** Thresholds, as bits of quota_usage.crossed: the consume that crosses one records it, once per counter and period. */
-const THRESHOLDS = [
-  { bit: 1, percent: 80 },
-  { bit: 2, percent: 100 },
-] as const;
+// one statement runs. Every statement names the tenant. The rules it is made
+// of are in quota.rules.ts; the refund is in quota.refund.sql.ts, what both
+// share in quota.keyed.ts.
 
 /**
  * Every counter of one of the tenant's periods (default: the current one).
@@ -49,18 +45,10 @@ export async function usageOf(db: Db, caller: Caller, tenantId: string, periodSt
       counter,
       limit,
       used: Number(used),
-      remaining: !current ? 0 : limit === UNLIMITED ? null : Math.max(limit - Number(used), 0),
+      remaining: remaining(limit, Number(used), current),
     })),
   };
 }
-
-/**
- * The threshold bits `used` has reached of `limit` (none when unlimited or
- * 0), as SQL text over two expressions of this file's own, never input. In
- * bigint: a limit may be as large as an integer holds, and four times it is not.
- */
-const reached = (used: string, limit: string) =>
-  `(CASE WHEN ${limit} > 0 AND ${used}::int8 * 5 >= ${limit}::int8 * 4 THEN 1 ELSE 0 END | CASE WHEN ${limit} > 0 AND ${used} >= ${limit} THEN 2 ELSE 0 END)`;
 
 // The parts of the consume's statement that hold no value of the request:
 // written once as text (builtOnce) instead of as fragments and parameters
@@ -83,13 +71,13 @@ const counting = (db: Db) =>
     return `
         t.counter, t.period_start, t.amount, t.lim, ${reached('t.amount', 't.lim')}, ${reached('t.amount', 't.lim')}
         FROM t JOIN key_lock l ON l.held LEFT JOIN prior p ON true
-        WHERE t.open AND p.request_hash IS NULL AND (t.lim = ${UNLIMITED} OR t.amount <= t.lim)
+        WHERE t.open AND p.request_hash IS NULL AND ${withinLimit('t.amount', 't.lim')}
         ON CONFLICT (tenant_id, counter, period_start) DO UPDATE SET
           used = ${next},
           last_limit = ${limit},
           crossed = u.crossed | ${reached(next, limit)},
           crossed_now = ${reached(next, limit)} & ~${reached('u.used', limit)} & ~u.crossed
-        WHERE ${limit} = ${UNLIMITED} OR ${next} <= ${limit}
+        WHERE ${withinLimit(next, limit)}
         RETURNING u.counter, u.period_start, u.used, u.crossed_now, u.last_limit AS lim`;
   });
 
@@ -102,7 +90,7 @@ const consumeAnswer = (db: Db) =>
     () => `
         SELECT jsonb_build_object(
           'consumptionId', l.consumption_id::text, 'counter', c.counter, 'amount', l.amount, 'limit', c.lim, 'used', c.used,
-          'remaining', CASE WHEN c.lim = ${UNLIMITED} THEN NULL ELSE greatest(c.lim - c.used, 0) END) AS response
+          'remaining', ${remainingSql('c.used', 'c.lim')}) AS response
         FROM counted c, ledger l`,
   );
 
@@ -163,8 +151,7 @@ export async function consume(
   );
   const stored = foundAndKeyed(row!, tenantId, keyed);
   if (stored !== undefined) return { replayed: true, data: stored as Consumed };
-  const problem = tenantProblem(row!);
-  if (problem) throw new AppError(403, `Quota of tenant ${tenantId} cannot be consumed: ${problem}`);
+  assertMayConsume(row!, tenantId);
   if (row!.response === null) {
     const left = (await usageOf(db, caller, tenantId)).counters.find((c) => c.counter === counter)!.remaining;
     throw new AppError(409, `Quota ${counter} of tenant ${tenantId} has ${left} left; ${amount} asked, nothing consumed`);

@@ -1,3 +1,4 @@
+import { idFromText, type Id } from '../core/ids.js';
 import { ScimError } from './scim.error.js';
 import { DEPT_EXTENSION, GROUP_SCHEMA, memberIds, setExtension, type GroupState } from './scim.group.state.js';
 import { emptyAsNull, isScimId } from './scim.values.js';
@@ -10,12 +11,13 @@ import { eachOperation, type Kind, type PatchOperation } from './scim.patch.js';
 // displayName and the department extension by path or in a pathless value.
 
 /** The member ids a `members[value eq "12"]` path names (an `or` of such terms too). */
-function membersInPath(filter: string): number[] {
+function membersInPath(filter: string): Id[] {
   const terms = filter.split(/\s+or\s+/i);
   return terms.map((term) => {
     const match = /^\s*value\s+eq\s+"([^"]*)"\s*$/i.exec(term);
     if (!match) throw new ScimError(400, 'invalidFilter', `members[${filter}]: only value eq "<id>" (joined with or) selects members`);
-    return Number(isScimId(match[1]!) ? match[1] : NaN);
+    // An id no member can have selects nothing.
+    return isScimId(match[1]!) ? idFromText(match[1]!) : -1;
   });
 }
 

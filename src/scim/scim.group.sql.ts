@@ -1,3 +1,4 @@
+import type { Id } from '../core/ids.js';
 import type { PendingQuery, Row } from 'postgres';
 import type { Db, Tx } from '../db/database.js';
 import { AppError, assert } from '../core/app.error.js';
@@ -21,9 +22,9 @@ import type { GroupState } from './scim.group.state.js';
 type Fragment = PendingQuery<Row[]>;
 
 export interface ScimGroupRow extends Omit<GroupState, 'members'> {
-  id: number;
+  id: Id;
   ancestors: string;
-  members: { id: number; userName: string }[];
+  members: { id: Id; userName: string }[];
   created: Date;
   lastModified: Date;
   version: string;
@@ -42,8 +43,8 @@ async function withMembers(sql: Db, tenantId: string, rows: Record<string, unkno
   const members =
     ids.length === 0
       ? []
-      : await sql<{ deptId: number; id: number; userName: string }[]>`
-          SELECT dept_id::int AS "deptId", user_id::int AS id, user_name AS "userName" FROM sys_user
+      : await sql<{ deptId: Id; id: Id; userName: string }[]>`
+          SELECT dept_id AS "deptId", user_id AS id, user_name AS "userName" FROM sys_user
           WHERE tenant_id = ${tenantId} AND del_flag = '0' AND dept_id = ANY(${ids}::bigint[])
           ORDER BY user_id`;
   return depts.map(({ row, dept }) => ({
@@ -65,7 +66,7 @@ async function withMembers(sql: Db, tenantId: string, rows: Record<string, unkno
   }));
 }
 
-export async function getScimGroup(sql: Db, tenantId: string, id: number): Promise<ScimGroupRow | undefined> {
+export async function getScimGroup(sql: Db, tenantId: string, id: Id): Promise<ScimGroupRow | undefined> {
   const rows = await sql<Record<string, unknown>[]>`SELECT ${COLUMNS(sql)} FROM ${FROM(sql, tenantId)} AND g.dept_id = ${id}`;
   return (await withMembers(sql, tenantId, rows))[0];
 }
@@ -103,7 +104,7 @@ const deptInput = (state: Omit<GroupState, 'members'>) => ({
  * is the user write path's (its audit record included). A member that is
  * not a live user of the tenant is refused (400).
  */
-async function moveMembers(tx: Tx, actor: Caller, deptId: number, before: number[], after: number[]): Promise<void> {
+async function moveMembers(tx: Tx, actor: Caller, deptId: Id, before: Id[], after: Id[]): Promise<void> {
   const joining = after.filter((id) => !before.includes(id));
   const leaving = before.filter((id) => !after.includes(id));
   for (const [userId, to] of [...leaving.map((id) => [id, null] as const), ...joining.map((id) => [id, deptId] as const)]) {
@@ -117,7 +118,7 @@ async function moveMembers(tx: Tx, actor: Caller, deptId: number, before: number
   }
 }
 
-export async function createScimGroup(tx: Tx, actor: Caller, state: GroupState): Promise<number> {
+export async function createScimGroup(tx: Tx, actor: Caller, state: GroupState): Promise<Id> {
   const id = await createDept(tx, actor, deptInput(state), { external_id: state.externalId });
   await moveMembers(tx, actor, id, [], state.members);
   return id;
@@ -127,13 +128,7 @@ export async function createScimGroup(tx: Tx, actor: Caller, state: GroupState):
  * PUT and PATCH /Groups/{id}: `change` turns the group's current state into
  * the new one, read under the users lock the writes then keep.
  */
-export async function patchScimGroup(
-  tx: Tx,
-  actor: Caller,
-  id: number,
-  change: (current: GroupState) => GroupState,
-  ifMatch?: string,
-): Promise<void> {
+export async function patchScimGroup(tx: Tx, actor: Caller, id: Id, change: (current: GroupState) => GroupState, ifMatch?: string): Promise<void> {
   await lockUsers(tx, actor.tenantId);
   const current = await getScimGroup(tx, actor.tenantId, id);
   assert(current, 404, `Group ${id} not found`);
@@ -147,7 +142,7 @@ export async function patchScimGroup(
 }
 
 /** DELETE /Groups/{id}: refused while it has child departments (409 mutability); its members are detached, then it is deleted logically. */
-export async function deleteScimGroup(tx: Tx, actor: Caller, id: number, ifMatch?: string): Promise<void> {
+export async function deleteScimGroup(tx: Tx, actor: Caller, id: Id, ifMatch?: string): Promise<void> {
   await lockUsers(tx, actor.tenantId);
   const current = await getScimGroup(tx, actor.tenantId, id);
   assert(current, 404, `Group ${id} not found`);

@@ -1,3 +1,4 @@
+import { idFromText, type Id } from '../core/ids.js';
 import { DEPT_NAME_MAX, INT4_MAX } from '../core/limits.js';
 import { Email } from '../core/common.schema.js';
 import { ScimError } from './scim.error.js';
@@ -16,14 +17,14 @@ export interface GroupState {
   displayName: string;
   externalId: string | null;
   /** The parent group's id; 0 for a top-level department. */
-  parentId: number;
+  parentId: Id;
   orderNum: number;
   leader: string | null;
   phone: string | null;
   email: string | null;
   status: '0' | '1';
   /** The users whose department this is, by id. */
-  members: number[];
+  members: Id[];
 }
 
 type Json = Record<string, unknown>;
@@ -33,20 +34,20 @@ const invalid = (detail: string): never => {
 };
 
 /** An id as SCIM sends it (a string, sometimes a number). */
-function idValue(value: unknown, what: string): number {
+function idValue(value: unknown, what: string): Id {
   const text = typeof value === 'number' ? String(value) : value;
   if (typeof text !== 'string' || !isScimId(text)) return invalid(`${what} must be the id of a resource of this tenant`);
-  return Number(text);
+  return idFromText(text);
 }
 
 /** parentId: a group's id, or absent/null/0 for the top level. */
-function parentValue(value: unknown): number {
+function parentValue(value: unknown): Id {
   if (value === undefined || value === null || value === 0 || value === '0' || value === '') return 0;
   return idValue(value, 'parentId');
 }
 
 /** The ids of a `members` value: `[{value: "12"}, ...]`. */
-export function memberIds(value: unknown): number[] {
+export function memberIds(value: unknown): Id[] {
   if (value === undefined || value === null) return [];
   const list = Array.isArray(value) ? value : [value];
   return list.map((m) => idValue(isObject(m) ? m.value : m, 'members.value'));

@@ -1,3 +1,4 @@
+import type { Id } from '../core/ids.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { transaction } from '../db/retry.js';
 import { requestActor } from '../identity/caller.js';
@@ -49,7 +50,7 @@ function groupResource(row: ScimGroupRow, base: string) {
 export const scimGroupRoutes = routesPlugin<{ publicUrl?: string | undefined }>('scim-group-routes', async (app, { publicUrl }) => {
   const base = scimBaseUrl(publicUrl);
   /** Answers the group as it is now, with its ETag, shaped by the query's `attributes`. */
-  const answer = async (request: FastifyRequest, reply: FastifyReply, query: ListQuery, id: number, status: number) => {
+  const answer = async (request: FastifyRequest, reply: FastifyReply, query: ListQuery, id: Id, status: number) => {
     const row = await getScimGroup(request.sql, request.caller.tenantId, id);
     if (!row) throw new ScimError(404, undefined, `Group ${id} not found`);
     if (status === 200 && request.method === 'GET' && matchesIfNoneMatch(request.headers['if-none-match'], row.version)) {

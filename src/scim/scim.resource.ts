@@ -1,3 +1,4 @@
+import { idFromText, type Id } from '../core/ids.js';
 import { ScimError } from './scim.error.js';
 import { isScimId } from './scim.values.js';
 import type { ListQuery } from './scim.schema.js';
@@ -12,9 +13,9 @@ export const MAX_RESULTS = 200;
 const DEFAULT_COUNT = 100;
 
 /** A resource id from a path: our ids are decimal; anything else names no resource (404, as an unknown id). */
-export function scimId(raw: string, what: string): number {
+export function scimId(raw: string, what: string): Id {
   if (!isScimId(raw)) throw new ScimError(404, undefined, `${what} ${raw} not found`);
-  return Number(raw);
+  return idFromText(raw);
 }
 
 /** RFC 7644 §3.4.2.4: startIndex below 1 is 1; count below 0 is 0; above the maximum, the maximum. */

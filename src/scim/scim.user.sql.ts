@@ -1,3 +1,4 @@
+import type { Id } from '../core/ids.js';
 import type { PendingQuery, Row } from 'postgres';
 import type { Db, Tx } from '../db/database.js';
 import { AppError, assert } from '../core/app.error.js';
@@ -20,8 +21,8 @@ type Fragment = PendingQuery<Row[]>;
 
 /** A user as SCIM shows it, with the REST record's ETag (the same version as GET /system/user-api/{id}). */
 export interface ScimUserRow extends UserState {
-  id: number;
-  deptId: number | null;
+  id: Id;
+  deptId: Id | null;
   deptName: string | null;
   role: 'superadmin' | 'admin' | 'user';
   created: Date;
@@ -58,7 +59,7 @@ function toRow(row: Record<string, unknown>): ScimUserRow {
   };
 }
 
-export async function getScimUser(sql: Db, tenantId: string, id: number): Promise<ScimUserRow | undefined> {
+export async function getScimUser(sql: Db, tenantId: string, id: Id): Promise<ScimUserRow | undefined> {
   const [row] = await sql<Record<string, unknown>[]>`SELECT ${COLUMNS(sql)} FROM ${FROM(sql, tenantId)} AND u.user_id = ${id}`;
   return row && toRow(row);
 }
@@ -89,17 +90,17 @@ const extraColumns = (state: UserState) => ({ external_id: state.externalId, giv
  * filter on it never finds two. Checked under the users lock the
  * write then keeps; the REST API's own rule stays exact.
  */
-async function assertUserNameFree(tx: Tx, tenantId: string, userName: string, except: number | null): Promise<void> {
+async function assertUserNameFree(tx: Tx, tenantId: string, userName: string, except: Id | null): Promise<void> {
   await lockUsers(tx, tenantId);
-  const [taken] = await tx<{ id: number }[]>`
-    SELECT user_id::int AS id FROM sys_user
+  const [taken] = await tx<{ id: Id }[]>`
+    SELECT user_id AS id FROM sys_user
     WHERE tenant_id = ${tenantId} AND del_flag = '0' AND lower(user_name) = lower(${userName}) AND user_id <> ${except ?? 0}
     LIMIT 1`;
   if (taken) throw new ScimConflict('uniqueness', `userName "${userName}" is taken (by user ${taken.id}; names are compared without case)`);
 }
 
 /** POST /Users: a new user of role `user`, in no department (membership is the Groups' business). */
-export async function createScimUser(tx: Tx, actor: Caller, state: UserState): Promise<number> {
+export async function createScimUser(tx: Tx, actor: Caller, state: UserState): Promise<Id> {
   await assertUserNameFree(tx, actor.tenantId, state.userName, null);
   return createUser(
     tx,
@@ -124,7 +125,7 @@ export async function createScimUser(tx: Tx, actor: Caller, state: UserState): P
  * does not manage is kept: the role, and the department (a user joins or
  * leaves one through the Groups).
  */
-export async function patchScimUser(tx: Tx, actor: Caller, id: number, change: (current: UserState) => UserState, ifMatch?: string): Promise<void> {
+export async function patchScimUser(tx: Tx, actor: Caller, id: Id, change: (current: UserState) => UserState, ifMatch?: string): Promise<void> {
   await lockUsers(tx, actor.tenantId);
   const current = await getScimUser(tx, actor.tenantId, id);
   assert(current, 404, `User ${id} not found`);
@@ -153,6 +154,6 @@ async function replaceScimUser(tx: Tx, actor: Caller, current: ScimUserRow, stat
   );
 }
 
-export async function deleteScimUser(tx: Tx, actor: Caller, id: number, ifMatch?: string): Promise<void> {
+export async function deleteScimUser(tx: Tx, actor: Caller, id: Id, ifMatch?: string): Promise<void> {
   await deleteUsers(tx, actor, [id], ifMatch);
 }

@@ -1,3 +1,4 @@
+import type { Id } from '../core/ids.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { transaction } from '../db/retry.js';
 import { requestActor } from '../identity/caller.js';
@@ -50,13 +51,13 @@ function userResource(row: ScimUserRow, base: string) {
 
 export const scimUserRoutes = routesPlugin<{ publicUrl?: string | undefined }>('scim-user-routes', async (app, { publicUrl }) => {
   const base = scimBaseUrl(publicUrl);
-  const found = async (request: FastifyRequest, id: number) => {
+  const found = async (request: FastifyRequest, id: Id) => {
     const row = await getScimUser(request.sql, request.caller.tenantId, id);
     if (!row) throw new ScimError(404, undefined, `User ${id} not found`);
     return row;
   };
   /** Answers the user as it is now, with its ETag, shaped by the query's `attributes`. */
-  const answer = async (request: FastifyRequest, reply: FastifyReply, query: ListQuery, id: number, status: number) => {
+  const answer = async (request: FastifyRequest, reply: FastifyReply, query: ListQuery, id: Id, status: number) => {
     const row = await found(request, id);
     reply.header('etag', row.version);
     if (status === 201) reply.header('location', `${base(request)}/Users/${id}`);

@@ -1,3 +1,4 @@
+import { INT8_MAX } from '../core/limits.js';
 import { Phone } from '../core/common.schema.js';
 import { ScimError } from './scim.error.js';
 
@@ -50,7 +51,7 @@ export function scimBoolean(value: unknown, what: string): boolean {
 
 /** Whether `text` is one of our ids as SCIM shows them: a positive decimal, without leading zeros. */
 export function isScimId(text: string): boolean {
-  return /^[1-9][0-9]{0,15}$/.test(text);
+  return /^[1-9][0-9]{0,18}$/.test(text) && BigInt(text) <= INT8_MAX;
 }
 
 /** The address form the checks take: something@something, no white space. */

@@ -1,21 +1,24 @@
 import { Type } from '@sinclair/typebox';
-import { Nullable, Status } from '../core/common.schema.js';
+import { EntityId, Nullable, Status, TENANT_CODE, TenantCode } from '../core/common.schema.js';
 import { AUDIT_FIELDS, field } from '../db/fields.js';
 
 // A single sign-on connection's fields, once: API name, column of
 // sso_connection, schema, write default. sso.schema.ts builds the schemas
-// from this list and sso.sql.ts its SELECT list, row mapping and write
-// columns. The client secret is not here: it is written, never read back
-// (sso.schema.ts has it in the write bodies alone).
+// from this list, sso.sql.ts its SELECT list, row mapping, write columns and
+// audit description, and sso.signin.sql.ts the sign-in's read. The client
+// secret is not here: it is written, never read back by the API
+// (sso.schema.ts has it in the write bodies alone, the sign-in adds it).
 
 /** `https://...`; http:// only to an address in OUTBOUND_ALLOWED_CIDRS (checked on save and on every connection). */
 const Url = (description: string) => Type.String({ minLength: 8, maxLength: 2048, pattern: '^[hH][tT][tT][pP][sS]?://', description });
 
-export const CONNECTION_FIELDS = {
-  id: field('connection_id', Type.String({ pattern: '^[0-9]{6}-[0-9]{1,19}$', description: 'Generated: `<tenantId>-<n>`' }), {
-    read: (n: number, row) => `${String(row.tenantId)}-${n}`,
-  }),
-  tenantId: field('tenant_id', Type.String({ pattern: '^[0-9]{6}$', description: 'Yours by default; any tenant of your subtree' })),
+/**
+ * What a connection is set to, its tenant included: all but its id and
+ * bookkeeping. An audit record says these of it (sso.sql.ts described), and
+ * a sign-in reads them (sso.signin.sql.ts).
+ */
+export const SETTING_FIELDS = {
+  tenantId: field('tenant_id', TenantCode('Yours by default; any tenant of your subtree')),
   name: field('name', Type.String({ minLength: 1, maxLength: 100, pattern: '\\S', description: 'Shown on the login page' }), {
     write: { required: true },
   }),
@@ -62,13 +65,9 @@ export const CONNECTION_FIELDS = {
     { write: { default: 'externalId' } },
   ),
   jit: field('jit', Type.Boolean({ description: 'Create a person no rule finds (role user)' }), { write: { default: false } }),
-  jitDeptId: field(
-    'jit_dept_id',
-    Nullable(Type.Integer({ minimum: 1, description: 'The department of people created on first sign-in; null: none' })),
-    {
-      write: { default: null },
-    },
-  ),
+  jitDeptId: field('jit_dept_id', Nullable(EntityId('The department of people created on first sign-in; null: none')), {
+    write: { default: null },
+  }),
   returnUrls: field(
     'return_urls',
     Type.Array(Type.String({ minLength: 8, maxLength: 2048 }), {
@@ -80,6 +79,13 @@ export const CONNECTION_FIELDS = {
     { write: { required: true } },
   ),
   status: field('status', Status, { write: { default: '0' } }),
+};
+
+export const CONNECTION_FIELDS = {
+  id: field('connection_id', Type.String({ pattern: `^${TENANT_CODE}-[0-9]{1,19}$`, description: 'Generated: `<tenantId>-<n>`' }), {
+    read: (n: number, row) => `${String(row.tenantId)}-${n}`,
+  }),
+  ...SETTING_FIELDS,
   createBy: AUDIT_FIELDS.createBy,
   createTime: AUDIT_FIELDS.createTime,
   updateBy: field('update_by', Nullable(Type.String())),

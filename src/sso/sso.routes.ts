@@ -1,14 +1,14 @@
 import { Type } from '@sinclair/typebox';
 import { transaction } from '../db/retry.js';
-import { AppError, assert } from '../core/app.error.js';
+import { assert } from '../core/app.error.js';
 import { RefTo } from '../core/common.schema.js';
 import { etagOf, ifMatchOf } from '../core/version.js';
 import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { routesPlugin } from '../http/routes.plugin.js';
 import { requestActor } from '../identity/caller.js';
-import { AddressRuleError, checkLiteral, type AddressRule } from '../outbound/outbound.address.js';
+import type { AddressRule } from '../outbound/outbound.address.js';
 import { publicBase } from '../http/public.url.js';
-import { assertIssuerShape, assertReturnUrls } from './sso.rules.js';
+import { redirectUriOf } from './sso.rules.js';
 import {
   SsoConnection,
   SsoConnectionCreate,
@@ -32,19 +32,6 @@ import {
 
 const tags = ['sso'];
 
-/** Rule (on save): the issuer's shape, and an IP-literal issuer must pass the outbound address rule now (a name is judged on every call). */
-function assertIssuer(rule: AddressRule, issuer: string): void {
-  const url = assertIssuerShape(issuer);
-  if (url.protocol === 'http:' && !rule.allowed)
-    throw new AppError(400, 'issuer must be https:// (http:// is allowed only to addresses in OUTBOUND_ALLOWED_CIDRS, and none are set)');
-  try {
-    checkLiteral(rule, url);
-  } catch (err) {
-    if (err instanceof AddressRuleError) throw new AppError(400, `issuer refused: ${err.message}`);
-    throw err;
-  }
-}
-
 /**
  * /system/sso-api: a tenant's connections to its identity providers and its
  * "SSO required" policy (docs/sso.md#connections), for the admins of that
@@ -54,7 +41,7 @@ function assertIssuer(rule: AddressRule, issuer: string): void {
 export const ssoRoutes = routesPlugin<{ rule: AddressRule; publicUrl?: string }>('sso-routes', async (app, { rule, publicUrl }) => {
   for (const schema of [SsoConnection, SsoConnectionCreate, SsoConnectionUpdate, SsoPolicy]) app.addSchema(schema);
   /** A connection as read: the stored fields and the redirect URI to register at the provider. */
-  const withRedirect = (base: string, c: StoredConnection) => ({ ...c, redirectUri: `${base}/auth/sso/${c.id}/callback` });
+  const withRedirect = (base: string, c: StoredConnection) => ({ ...c, redirectUri: redirectUriOf(base, c.id) });
 
   app.post(
     '/',
@@ -70,9 +57,7 @@ export const ssoRoutes = routesPlugin<{ rule: AddressRule; publicUrl?: string }>
       },
     },
     async (request) => {
-      assertIssuer(rule, request.body.issuer);
-      assertReturnUrls(request.body.returnUrls);
-      const connection = await transaction(request.sql, (tx) => createConnection(tx, requestActor(request), request.body));
+      const connection = await transaction(request.sql, (tx) => createConnection(tx, requestActor(request), request.body, rule));
       return withRedirect(publicBase(request, publicUrl), connection);
     },
   );
@@ -91,9 +76,7 @@ export const ssoRoutes = routesPlugin<{ rule: AddressRule; publicUrl?: string }>
       },
     },
     async (request) => {
-      assertIssuer(rule, request.body.issuer);
-      assertReturnUrls(request.body.returnUrls);
-      await transaction(request.sql, (tx) => updateConnection(tx, requestActor(request), request.body, ifMatchOf(request)));
+      await transaction(request.sql, (tx) => updateConnection(tx, requestActor(request), request.body, rule, ifMatchOf(request)));
       return null;
     },
   );
@@ -104,14 +87,14 @@ export const ssoRoutes = routesPlugin<{ rule: AddressRule; publicUrl?: string }>
       config: { permission: 'system:sso:list' },
       schema: {
         operationId: 'listSsoConnections',
-        summary: "A tenant's SSO connections, one page (your tenant unless you name one of your subtree)",
+        summary: 'The SSO connections you manage, one page: your tenant and every tenant below it (the superadmin: all), or tenantId alone',
         tags,
         querystring: Type.Composite([SsoConnectionPageQuery, Type.Object({ tenantId: Type.Optional(TenantParam.properties.tenantId) })]),
         response: responses(SsoConnectionPage, [400, ...AUTHED, 404]),
       },
     },
     async (request) => {
-      const { tenantId = request.caller.tenantId, ...page } = request.query;
+      const { tenantId, ...page } = request.query;
       const result = await listConnections(request.sql, request.caller, tenantId, page);
       const base = publicBase(request, publicUrl);
       return { total: result.total, rows: result.rows.map((c) => withRedirect(base, c)) };

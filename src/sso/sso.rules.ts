@@ -1,7 +1,17 @@
+import type { Id } from '../core/ids.js';
 import { AppError, assert } from '../core/app.error.js';
+import { TENANT_CODE } from '../core/common.schema.js';
+import type { Db } from '../db/database.js';
+import type { Caller } from '../identity/caller.js';
+import { tenantsReadableBy } from '../identity/scope.js';
+import type { AddressRule } from '../outbound/outbound.address.js';
+import { assertOutboundUrl } from '../outbound/outbound.url.js';
 
-// The rules of a connection's URLs and ids (docs/sso.md#connections), and of
-// the values the flow compares. Plain functions: no database, no request.
+// The rules of a connection (docs/sso.md#connections), one function each,
+// with the SQL that checks it where it needs one: its id and redirect URI,
+// its URLs, the tenant it belongs to and the department of the people it
+// creates. The writes in sso.sql.ts are lists of these calls; the rules of a
+// sign-in through it are in sso.signin.rules.ts.
 
 /** A connection's `id` as the API and the redirect URI carry it: `<tenantId>-<n>`. */
 export interface ConnectionKey {
@@ -9,11 +19,16 @@ export interface ConnectionKey {
   connectionId: number;
 }
 
+const CONNECTION_ID = new RegExp(`^(${TENANT_CODE})-([1-9][0-9]{0,15})$`);
+
 /** The tenant and number of a connection id, or undefined when it is not one (then: 404). */
 export function parseConnectionId(id: string): ConnectionKey | undefined {
-  const match = /^([0-9]{6})-([1-9][0-9]{0,15})$/.exec(id);
+  const match = CONNECTION_ID.exec(id);
   return match ? { tenantId: match[1]!, connectionId: Number(match[2]) } : undefined;
 }
+
+/** The redirect URI of a connection, under the service's public base: what is registered at the provider and what its callback is. */
+export const redirectUriOf = (base: string, id: string) => `${base}/auth/sso/${id}/callback`;
 
 /** Where a browser may be sent back to: https://, or http:// on the machine the browser runs on (a developer's SPA). */
 function isReturnUrl(url: URL): boolean {
@@ -27,7 +42,7 @@ function isReturnUrl(url: URL): boolean {
  * credentials, and carries no `code`, `state` or `error` of its own, which
  * the callback adds. A sign-in names one of them exactly.
  */
-export function assertReturnUrls(urls: string[]): void {
+function assertReturnUrls(urls: string[]): void {
   for (const text of urls) {
     let url: URL;
     try {
@@ -42,31 +57,25 @@ export function assertReturnUrls(urls: string[]): void {
   }
 }
 
-/** Rule: the issuer is an http(s) URL without a query, fragment or credentials (discovery appends /.well-known/openid-configuration). */
-export function assertIssuerShape(text: string): URL {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new AppError(400, `issuer "${text}" is not a valid URL`);
-  }
-  assert(url.protocol === 'https:' || url.protocol === 'http:', 400, `issuer must be https:// (got ${url.protocol})`);
-  assert(!url.search && !url.hash && !url.username && !url.password, 400, 'issuer must have no query, #fragment, user or password');
-  return url;
+/**
+ * Rule (on save): the issuer is a URL this service calls (the outbound URL
+ * rule), without a query: discovery appends /.well-known/openid-configuration;
+ * and the return URLs are as assertReturnUrls says.
+ */
+export function assertConnectionUrls(rule: AddressRule, input: { issuer: string; returnUrls: string[] }): void {
+  assertOutboundUrl(rule, input.issuer, 'issuer', { query: false });
+  assertReturnUrls(input.returnUrls);
 }
 
-/** The domain of an email address, lower-cased; undefined when it has none. */
-function domainOf(email: string): string | undefined {
-  const at = email.lastIndexOf('@');
-  return at > 0 && at < email.length - 1 ? email.slice(at + 1).toLowerCase() : undefined;
+/** Rule: a tenant the caller may manage connections of: live, and in its subtree (the superadmin: any). 404 otherwise. */
+export async function assertManagedTenant(db: Db, caller: Caller, tenantId: string): Promise<void> {
+  const [row] = await db`SELECT 1 FROM sys_tenant t WHERE t.tenant_id = ${tenantId} AND t.del_flag = '0' AND ${tenantsReadableBy(db, caller, 't')}`;
+  assert(row, 404, `Tenant ${tenantId} not found`);
 }
 
-/** Rule: an email links a person only when the provider says it is verified and its domain is one the connection vouches for. */
-export function emailVouchedFor(claims: Record<string, unknown>, domains: string[]): string | undefined {
-  const email = claims.email;
-  // A boolean in the standard; some providers (AWS Cognito) send the string.
-  const verified = claims.email_verified === true || claims.email_verified === 'true';
-  if (typeof email !== 'string' || !verified) return undefined;
-  const domain = domainOf(email);
-  return domain !== undefined && domains.some((d) => d.toLowerCase() === domain) ? email : undefined;
+/** Rule: people created on first sign-in go to a live department of the connection's tenant. */
+export async function assertJitDept(db: Db, tenantId: string, deptId: Id | null | undefined): Promise<void> {
+  if (deptId === null || deptId === undefined) return;
+  const [row] = await db`SELECT 1 FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${deptId} AND del_flag = '0'`;
+  assert(row, 400, `jitDeptId ${deptId} is not a live department of tenant ${tenantId}`);
 }

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { PageOf, PageParams, Status } from '../core/common.schema.js';
+import { PageOf, PageParams, Status, TenantCode } from '../core/common.schema.js';
 import { propertiesOf } from '../db/fields.js';
 import { CONNECTION_FIELDS } from './sso.fields.js';
 
@@ -72,7 +72,7 @@ export const SsoPolicy = Type.Object(
   { ssoRequired: Type.Boolean({ description: "While true the tenant's users of role user cannot sign in with a password; its admins can" }) },
   { $id: 'SsoPolicy', additionalProperties: false },
 );
-export const TenantParam = Type.Object({ tenantId: Type.String({ pattern: '^[0-9]{6}$' }) });
+export const TenantParam = Type.Object({ tenantId: TenantCode() });
 
 /** What a login page needs: whether the tenant insists on SSO, and its enabled connections. */
 export const SsoDiscovery = Type.Object(
@@ -82,7 +82,7 @@ export const SsoDiscovery = Type.Object(
   },
   { $id: 'SsoDiscovery' },
 );
-export const SsoDiscoveryQuery = Type.Object({ tenantId: Type.String({ pattern: '^[0-9]{6}$', description: 'The tenant signing in' }) });
+export const SsoDiscoveryQuery = Type.Object({ tenantId: TenantCode('The tenant signing in') });
 
 const Base64UrlText = (min: number, max: number, description: string) =>
   Type.String({ minLength: min, maxLength: max, pattern: '^[A-Za-z0-9_-]+$', description });

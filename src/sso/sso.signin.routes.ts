@@ -5,6 +5,7 @@ import { publicBase } from '../http/public.url.js';
 import { routesPlugin } from '../http/routes.plugin.js';
 import { LoginResult } from '../auth/auth.schema.js';
 import type { ProviderClients } from './sso.client.js';
+import { redirectUriOf } from './sso.rules.js';
 import { discoverConnections } from './sso.sql.js';
 import { AuthorizeQuery, CallbackQuery, SsoDiscovery, SsoDiscoveryQuery, SsoIdParam, SsoTokenBody } from './sso.schema.js';
 import { finishSignIn, redeemCode, startSignIn } from './sso.signin.js';
@@ -23,7 +24,7 @@ export const ssoSignInRoutes = routesPlugin<{ clients: ProviderClients; publicUr
   'sso-signin-routes',
   async (app, { clients, publicUrl, tokenTtl }) => {
     for (const schema of [SsoDiscovery, SsoTokenBody, LoginResult]) app.addSchema(schema);
-    const redirectUri = (request: { protocol: string; host: string }, id: string) => `${publicBase(request, publicUrl)}/auth/sso/${id}/callback`;
+    const redirectUri = (request: { protocol: string; host: string }, id: string) => redirectUriOf(publicBase(request, publicUrl), id);
 
     app.get(
       '/connections',
@@ -66,6 +67,7 @@ export const ssoSignInRoutes = routesPlugin<{ clients: ProviderClients; publicUr
           request.params.id,
           { returnTo: return_to, state, codeChallenge: code_challenge },
           redirectUri(request, request.params.id),
+          (message) => request.log.warn(message),
         );
         return reply.redirect(url, 302);
       },

@@ -1,6 +1,11 @@
+import type { Id } from '../core/ids.js';
 import { createHash } from 'node:crypto';
+import { Type } from '@sinclair/typebox';
+import type { Row } from 'postgres';
 import type { Db, Tx } from '../db/database.js';
+import { field, fromRow, selectList } from '../db/fields.js';
 import { BLOCKING_COLUMNS, BLOCKING_TENANT, type TenantState } from '../identity/tenant.state.js';
+import { SETTING_FIELDS } from './sso.fields.js';
 import type { ConnectionKey } from './sso.rules.js';
 
 // The statements of a sign-in (docs/sso.md#the-flow): the connection as the
@@ -15,34 +20,21 @@ const CODE_TTL = '60 seconds';
 /** Only a hash of a state or a code is kept: a leaked table holds nothing to present. */
 const hashOf = (secret: string): Buffer => createHash('sha256').update(secret).digest();
 
-export interface SignInConnection extends TenantState {
-  connectionId: number;
-  name: string;
-  issuer: string;
-  clientId: string;
-  clientSecret: string;
-  scopes: string;
-  subjectClaim: string;
-  allowedTids: string[];
-  emailDomains: string[];
-  link: 'externalId' | 'email' | 'none';
-  jit: boolean;
-  jitDeptId: number | null;
-  returnUrls: string[];
-  status: string;
-}
+/** What a sign-in reads of a connection: its settings (sso.fields.ts) and its client secret, which no answer of the API carries. */
+const SIGN_IN_FIELDS = { ...SETTING_FIELDS, clientSecret: field('client_secret', Type.String()) };
+
+/** The row's other columns (BLOCKING_COLUMNS) are the rest of the connection's TenantState. */
+const toSignInConnection = (row: Row) => ({ ...(row as TenantState), ...fromRow(row, SIGN_IN_FIELDS) });
+export type SignInConnection = ReturnType<typeof toSignInConnection>;
 
 /** The connection with its secret and its tenant chain's state (is the tenant suspended?). */
 export async function signInConnection(db: Db, key: ConnectionKey): Promise<SignInConnection | undefined> {
-  const [row] = await db<SignInConnection[]>`
-    SELECT c.tenant_id AS "tenantId", c.connection_id AS "connectionId", c.name, c.issuer, c.client_id AS "clientId",
-      c.client_secret AS "clientSecret", c.scopes, c.subject_claim AS "subjectClaim", c.allowed_tids AS "allowedTids",
-      c.email_domains AS "emailDomains", c.link, c.jit, c.jit_dept_id AS "jitDeptId", c.return_urls AS "returnUrls", c.status,
-      ${BLOCKING_COLUMNS(db)}
+  const [row] = await db<Row[]>`
+    SELECT ${selectList(db, 'c', SIGN_IN_FIELDS)}, ${BLOCKING_COLUMNS(db)}
     FROM sso_connection c JOIN sys_tenant t ON t.tenant_id = c.tenant_id
     ${BLOCKING_TENANT(db)}
     WHERE c.tenant_id = ${key.tenantId} AND c.connection_id = ${key.connectionId}`;
-  return row;
+  return row && toSignInConnection(row);
 }
 
 /**
@@ -86,7 +78,7 @@ export async function takeAttempt(db: Db, key: ConnectionKey, state: string): Pr
 
 /** A person as the sign-in judges it: live or not, enabled or not. */
 export interface Person {
-  userId: number;
+  userId: Id;
   userName: string;
   status: string;
 }
@@ -118,17 +110,17 @@ export async function personByEmail(db: Db, tenantId: string, email: string): Pr
 }
 
 /** Links the subject to the person (replacing a link to a person since deleted); true when a link was made. */
-export async function link(tx: Tx, key: ConnectionKey, subject: string, userId: number): Promise<boolean> {
+export async function link(tx: Tx, key: ConnectionKey, subject: string, userId: Id): Promise<boolean> {
   const rows = await tx`
     INSERT INTO sso_link (tenant_id, connection_id, subject, user_id) VALUES (${key.tenantId}, ${key.connectionId}, ${subject}, ${userId})
-    ON CONFLICT (tenant_id, connection_id, subject) DO UPDATE SET user_id = EXCLUDED.user_id, create_time = now()
+    ON CONFLICT (tenant_id, connection_id, subject) DO UPDATE SET user_id = EXCLUDED.user_id, create_time = EXCLUDED.create_time
       WHERE sso_link.user_id <> EXCLUDED.user_id
     RETURNING 1`;
   return rows.length > 0;
 }
 
 /** Keeps a one-time code for the person, bound to the SPA's PKCE challenge. */
-export async function saveCode(tx: Tx, key: ConnectionKey, code: string, userId: number, spaChallenge: string): Promise<void> {
+export async function saveCode(tx: Tx, key: ConnectionKey, code: string, userId: Id, spaChallenge: string): Promise<void> {
   await tx`DELETE FROM sso_code WHERE tenant_id = ${key.tenantId} AND expires_at < now()`;
   await tx`
     INSERT INTO sso_code (tenant_id, code_hash, connection_id, user_id, spa_challenge, expires_at)
@@ -137,7 +129,7 @@ export async function saveCode(tx: Tx, key: ConnectionKey, code: string, userId:
 
 /** Takes a one-time code: once, and only before it expires. */
 export async function takeCode(db: Db, tenantId: string, code: string) {
-  const [row] = await db<{ connectionId: number; userId: number; spaChallenge: string }[]>`
+  const [row] = await db<{ connectionId: number; userId: Id; spaChallenge: string }[]>`
     DELETE FROM sso_code WHERE tenant_id = ${tenantId} AND code_hash = ${hashOf(code)} AND expires_at > now()
     RETURNING connection_id AS "connectionId", user_id AS "userId", spa_challenge AS "spaChallenge"`;
   return row;

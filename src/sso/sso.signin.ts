@@ -1,4 +1,3 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import * as oidc from 'openid-client';
 import type { Sql } from '../db/database.js';
 import { transaction } from '../db/retry.js';
@@ -10,6 +9,7 @@ import { accountProblem, createSession, lockLoginAccount } from '../auth/auth.sq
 import { InvalidProviderResponse, type ProviderClients } from './sso.client.js';
 import { resolvePerson } from './sso.person.js';
 import { parseConnectionId, type ConnectionKey } from './sso.rules.js';
+import { assertSignInMayStart, assertVerifierMatches, newCode, tenantOfCode, tokenSubject } from './sso.signin.rules.js';
 import {
   link,
   lockConnectionEnabled,
@@ -49,12 +49,10 @@ export async function startSignIn(
   id: string,
   input: { returnTo: string; state: string; codeChallenge: string },
   redirectUri: string,
+  log: (message: string) => void,
 ): Promise<string> {
   const { key, connection } = await connectionOf(sql, id);
-  assert(connection.status === '0', 400, `SSO connection ${id} is disabled`);
-  const problem = tenantProblem(connection);
-  assert(!problem, 400, `Sign-in refused: ${problem}`);
-  assert(connection.returnUrls.includes(input.returnTo), 400, `return_to is not one of SSO connection ${id}'s returnUrls (compared exactly)`);
+  assertSignInMayStart(connection, id, input.returnTo);
   const codeVerifier = oidc.randomPKCECodeVerifier();
   const state = oidc.randomState();
   const nonce = oidc.randomNonce();
@@ -62,7 +60,10 @@ export async function startSignIn(
   try {
     url = await clients.authorizationUrl(connection, { redirectUri, scope: connection.scopes, state, nonce, codeVerifier });
   } catch (err) {
-    throw new AppError(503, `The identity provider of SSO connection ${id} could not be reached: ${(err as Error).message}`);
+    // What the provider (or the network) said is for the operator's log: on this public route it would tell
+    // anyone the inside of the provider's answer or of the service's network.
+    log(`SSO connection ${id}: the provider's discovery document could not be read: ${(err as Error).message}`);
+    throw new AppError(503, `The identity provider of SSO connection ${id} could not be reached; try again later`);
   }
   await saveAttempt(sql, key, state, {
     codeVerifier,
@@ -127,10 +128,9 @@ export async function finishSignIn(
     if (err instanceof InvalidProviderResponse) return refuse('invalid_response', err.message);
     return refuse('invalid_response', `the provider could not be reached: ${(err as Error).message}`);
   }
-  if (connection.allowedTids.length > 0 && !connection.allowedTids.includes(String(claims.tid)))
-    return refuse('invalid_response', `tid ${JSON.stringify(claims.tid)} is not one of the connection's allowedTids`);
-  const subject = claims[connection.subjectClaim];
-  if (typeof subject !== 'string' || subject === '') return refuse('invalid_response', `the ID token has no "${connection.subjectClaim}" claim`);
+  const token = tokenSubject(connection, claims);
+  if ('why' in token) return refuse('invalid_response', token.why);
+  const { subject } = token;
   const named = typeof claims.email === 'string' ? claims.email : subject;
   const problem = tenantProblem(connection);
   if (problem) return refuse('tenant_suspended', problem, named);
@@ -147,7 +147,7 @@ export async function finishSignIn(
         { action: 'sso.link', entityType: 'user', entityId: found.person.userId, changes },
       ]);
     }
-    const code = `${key.tenantId}.${randomBytes(32).toString('base64url')}`;
+    const code = newCode(key.tenantId);
     await saveCode(tx, key, code, found.person.userId, attempt.spaChallenge);
     return { code };
   });
@@ -155,9 +155,6 @@ export async function finishSignIn(
     return refuse(outcome.refusal, `no person of tenant ${key.tenantId} for ${connection.subjectClaim} ${subject}`, outcome.userName ?? named);
   return back({ code: outcome.code });
 }
-
-/** S256 of a PKCE verifier (RFC 7636 §4.2). */
-const challengeOf = (verifier: string) => createHash('sha256').update(verifier).digest('base64url');
 
 /**
  * Leg 3: the one-time code for a session, once, within its 60 s, for the SPA
@@ -167,16 +164,10 @@ const challengeOf = (verifier: string) => createHash('sha256').update(verifier).
  * So is the connection: disabled or deleted since the callback, no session.
  */
 export async function redeemCode(sql: Sql, code: string, verifier: string, ttlSeconds: number, origin: RequestOrigin) {
-  const tenantId = /^([0-9]{6})\./.exec(code)?.[1];
+  const tenantId = tenantOfCode(code);
   const taken = tenantId ? await takeCode(sql, tenantId, code) : undefined;
   assert(tenantId && taken, 400, 'Unknown, expired or already used code; sign in again');
-  const expected = Buffer.from(taken.spaChallenge);
-  const actual = Buffer.from(challengeOf(verifier));
-  assert(
-    expected.length === actual.length && timingSafeEqual(expected, actual),
-    400,
-    'code_verifier does not match the code_challenge of this sign-in; sign in again',
-  );
+  assertVerifierMatches(taken.spaChallenge, verifier);
   return transaction(sql, async (tx) => {
     // The connection too, as the person and the tenant: one disabled or deleted since the callback signs nobody in.
     if (!(await lockConnectionEnabled(tx, { tenantId, connectionId: taken.connectionId })))

@@ -1,4 +1,5 @@
 import type { Row } from 'postgres';
+import { acrossTenants } from '../db/citus.js';
 import type { Db, Tx } from '../db/database.js';
 import { assert } from '../core/app.error.js';
 import { checkIfMatch } from '../core/version.js';
@@ -6,15 +7,17 @@ import { fromRow, selectList, writeColumns } from '../db/fields.js';
 import { pageOf, type PageQuery } from '../db/page.js';
 import { diff, recordAudit, type Changes } from '../audit/audit.record.js';
 import type { Caller } from '../identity/caller.js';
+import type { AddressRule } from '../outbound/outbound.address.js';
 import { tenantsReadableBy } from '../identity/scope.js';
 import { BLOCKING_TENANT } from '../identity/tenant.state.js';
-import { CONNECTION_FIELDS } from './sso.fields.js';
-import { parseConnectionId, type ConnectionKey } from './sso.rules.js';
+import { CONNECTION_FIELDS, SETTING_FIELDS } from './sso.fields.js';
+import { assertConnectionUrls, assertJitDept, assertManagedTenant, parseConnectionId, type ConnectionKey } from './sso.rules.js';
 import type { SsoConnectionCreate, SsoConnectionUpdate } from './sso.schema.js';
 
 // Connections and the SSO policy (docs/sso.md): managed by the admins of the
 // connection's tenant or of a tenant above it, and the superadmin (the scope
 // rule, identity/scope.ts). Every statement names the connection's tenant.
+// The rules a write checks are in sso.rules.ts, called first in its transaction.
 
 /** A connection as read, without its redirect URI (the route adds it: it depends on PUBLIC_URL). */
 export type StoredConnection = ReturnType<typeof toConnection>;
@@ -22,28 +25,15 @@ export type StoredConnection = ReturnType<typeof toConnection>;
 const COLUMNS = (sql: Db) => selectList(sql, 'c', CONNECTION_FIELDS);
 const toConnection = (row: Row) => fromRow(row, CONNECTION_FIELDS);
 
+const SETTINGS = Object.keys(SETTING_FIELDS) as (keyof typeof SETTING_FIELDS)[];
+
 /**
- * What an audit record says of a connection: never its client secret. An
- * update's record is diff() of two of these, the audit room's rule for every
- * entity's update (which also drops any field named like a secret).
+ * What an audit record says of a connection: its settings (SETTING_FIELDS),
+ * never its client secret, which that list does not hold. An update's record is
+ * diff() of two of these, the audit room's rule for every entity's update
+ * (which also drops any field named like a secret).
  */
-function described(c: Omit<StoredConnection, 'id' | 'createBy' | 'createTime' | 'updateBy' | 'updateTime'>): Changes {
-  const { name, issuer, clientId, scopes, subjectClaim, allowedTids, emailDomains, link, jit, jitDeptId, returnUrls, status, tenantId } = c;
-  return { tenantId, name, issuer, clientId, scopes, subjectClaim, allowedTids, emailDomains, link, jit, jitDeptId, returnUrls, status };
-}
-
-/** Rule: a tenant the caller may manage connections of: live, and in its subtree (the superadmin: any). 404 otherwise. */
-async function assertManagedTenant(db: Db, caller: Caller, tenantId: string): Promise<void> {
-  const [row] = await db`SELECT 1 FROM sys_tenant t WHERE t.tenant_id = ${tenantId} AND t.del_flag = '0' AND ${tenantsReadableBy(db, caller, 't')}`;
-  assert(row, 404, `Tenant ${tenantId} not found`);
-}
-
-/** Rule: people created on first sign-in go to a live department of the connection's tenant. */
-async function assertJitDept(db: Db, tenantId: string, deptId: number | null | undefined): Promise<void> {
-  if (deptId === null || deptId === undefined) return;
-  const [row] = await db`SELECT 1 FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${deptId} AND del_flag = '0'`;
-  assert(row, 400, `jitDeptId ${deptId} is not a live department of tenant ${tenantId}`);
-}
+const described = (c: Pick<StoredConnection, (typeof SETTINGS)[number]>): Changes => Object.fromEntries(SETTINGS.map((name) => [name, c[name]]));
 
 function visible(db: Db, caller: Caller, key: ConnectionKey, lock = false) {
   return db`
@@ -59,18 +49,26 @@ export async function getConnection(db: Db, caller: Caller, id: string): Promise
   return row && toConnection(row);
 }
 
-/** One tenant's connections (the caller's own unless it names one of its subtree), oldest first. */
-export async function listConnections(db: Db, caller: Caller, tenantId: string, page: PageQuery) {
-  await assertManagedTenant(db, caller, tenantId);
-  const result = await pageOf<Row>(
-    db,
-    { select: COLUMNS(db), from: db`sso_connection c WHERE c.tenant_id = ${tenantId}`, orderBy: db`c.connection_id` },
-    page,
-  );
+/**
+ * Rule: a list covers what the caller manages, as the tenant and audit lists
+ * do: the connections of its own tenant and of every tenant below it (the
+ * superadmin: every tenant's); `tenantId`, one of those, narrows it to that
+ * tenant's. Ordered by tenant, then oldest first.
+ */
+export async function listConnections(db: Db, caller: Caller, tenantId: string | undefined, page: PageQuery) {
+  if (tenantId !== undefined) await assertManagedTenant(db, caller, tenantId);
+  const from =
+    tenantId !== undefined
+      ? db`sso_connection c WHERE c.tenant_id = ${tenantId}`
+      : db`sso_connection c JOIN sys_tenant t ON t.tenant_id = c.tenant_id WHERE ${tenantsReadableBy(db, caller, 't')}`;
+  // Without tenantId, several tenants' by design (docs/scale-out.md#across-tenants-by-design).
+  const read = (on: Db) => pageOf<Row>(on, { select: COLUMNS(on), from, orderBy: on`c.tenant_id, c.connection_id` }, page);
+  const result = tenantId !== undefined ? await read(db) : await acrossTenants(db, read);
   return { total: result.total, rows: result.rows.map(toConnection) };
 }
 
-export async function createConnection(tx: Tx, caller: Caller, input: SsoConnectionCreate): Promise<StoredConnection> {
+export async function createConnection(tx: Tx, caller: Caller, input: SsoConnectionCreate, rule: AddressRule): Promise<StoredConnection> {
+  assertConnectionUrls(rule, input);
   const tenantId = input.tenantId ?? caller.tenantId;
   await assertManagedTenant(tx, caller, tenantId);
   await assertJitDept(tx, tenantId, input.jitDeptId);
@@ -83,7 +81,8 @@ export async function createConnection(tx: Tx, caller: Caller, input: SsoConnect
 }
 
 /** Full replacement; the tenant never changes, and the client secret only when a new one is sent. */
-export async function updateConnection(tx: Tx, caller: Caller, input: SsoConnectionUpdate, ifMatch?: string): Promise<void> {
+export async function updateConnection(tx: Tx, caller: Caller, input: SsoConnectionUpdate, rule: AddressRule, ifMatch?: string): Promise<void> {
+  assertConnectionUrls(rule, input);
   const key = parseConnectionId(input.id);
   const [locked] = key ? await visible(tx, caller, key, true) : [];
   assert(locked && key, 404, `SSO connection ${input.id} not found`);
@@ -136,7 +135,7 @@ export async function setPolicy(tx: Tx, caller: Caller, tenantId: string, ssoReq
     SELECT sso_required AS "ssoRequired" FROM sso_policy WHERE tenant_id = ${tenantId} FOR UPDATE`;
   await tx`
     INSERT INTO sso_policy (tenant_id, sso_required, update_by) VALUES (${tenantId}, ${ssoRequired}, ${caller.userName})
-    ON CONFLICT (tenant_id) DO UPDATE SET sso_required = EXCLUDED.sso_required, update_by = EXCLUDED.update_by, update_time = now()`;
+    ON CONFLICT (tenant_id) DO UPDATE SET sso_required = EXCLUDED.sso_required, update_by = EXCLUDED.update_by, update_time = EXCLUDED.update_time`;
   const changes = { ssoRequired: { before: before?.ssoRequired ?? false, after: ssoRequired } };
   await recordAudit(tx, caller, [{ action: 'sso.policy', entityType: 'sso', entityId: tenantId, tenantId, changes }]);
 }

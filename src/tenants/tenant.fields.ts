@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { Day, Nullable, Status } from '../core/common.schema.js';
+import { Day, Nullable, Status, TenantCode } from '../core/common.schema.js';
 import { CONTACT_NAME_MAX, INT4_MAX } from '../core/limits.js';
 import { field } from '../db/fields.js';
 import { MenuIds, PackageId } from '../packages/package.fields.js';
@@ -8,8 +8,6 @@ import { MenuIds, PackageId } from '../packages/package.fields.js';
 // default. tenant.schema.ts builds the schemas from these lists and
 // tenant.sql.ts its SELECT list, row mapping and write columns.
 
-/** A tenant's code (`tenantId`, `tenantParent`), also sent by the create and update bodies. */
-export const TenantCode = Type.String({ pattern: '^[0-9]{6}$', description: 'Six-digit business code' });
 const Quota = Type.Integer({ minimum: 0, maximum: INT4_MAX, description: 'Default 0' });
 /** An allowance the services consume in each service period (docs/quotas.md). */
 const Allowance = Type.Integer({ minimum: -1, maximum: INT4_MAX, description: 'Limit per service period: -1 unlimited, 0 none; default 0' });
@@ -21,9 +19,13 @@ const none = { write: { default: null } };
 
 /** The top-level fields of a TenantDTO. */
 export const TENANT_FIELDS = {
-  id: field('id', Type.String({ pattern: '^[0-9]{19}$', description: 'Internal snowflake-style id; used in paths' }), { asText: true }),
-  tenantId: field('tenant_id', TenantCode),
-  tenantParent: field('tenant_parent', Nullable(TenantCode)),
+  id: field(
+    'id',
+    Type.String({ pattern: '^[0-9]{1,19}$', description: 'Internal snowflake-style id (19 digits; an imported one keeps its value); used in paths' }),
+    { asText: true },
+  ),
+  tenantId: field('tenant_id', TenantCode()),
+  tenantParent: field('tenant_parent', Nullable(TenantCode())),
   tenantName: field('tenant_name', NonBlank(50), required),
   startTime: field('start_time', Nullable(Day), { asText: true, ...none }),
   endTime: field('end_time', Nullable(Day), { asText: true, ...none }),
@@ -40,8 +42,12 @@ export const TENANT_FIELDS = {
   }),
 };
 
-/** packageBo: the menu package: a package the platform keeps (packageId, src/packages/) or a menu list of the tenant's own. */
-export const PACKAGE_FIELDS = {
+/**
+ * packageBo: the tenant's choice of menus: a package the platform keeps
+ * (packageId; the package's own fields are PACKAGE_FIELDS, src/packages/)
+ * or a menu list of the tenant's own.
+ */
+export const PACKAGE_CHOICE_FIELDS = {
   menuIds: field('menu_ids', MenuIds, { write: { default: '' } }),
   packageId: field(
     'package_id',

@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.js';
+import type { Db, Tx } from '../db/database.js';
 
 /**
  * The tenant list's name filter when few tenants match (docs/architecture.md,
@@ -84,4 +84,19 @@ export async function rareGramOf(sql: Db, needle: string): Promise<string | unde
     if (holders < fewest) [rarest, fewest] = [g, holders];
   }
   return rarest;
+}
+
+/**
+ * Rule: sys_tenant_name_gram holds exactly the trigrams of each tenant's
+ * name (deleted tenants' too; the list's own filter leaves those out).
+ * Called by a create and by a write that may change the name, in its
+ * transaction (a trigger on sys_tenant did this until
+ * sql/023_one_schema_for_citus.sql: a reference table under Citus has none). ON CONFLICT:
+ * a database migrated only up to sql/022 still has the trigger that wrote them.
+ */
+export async function keepNameGrams(tx: Tx, id: string, name: string | null, replacing: boolean): Promise<void> {
+  if (replacing) await tx`DELETE FROM sys_tenant_name_gram WHERE id = ${id}::bigint`;
+  const grams = name === null ? [] : gramsOf(name);
+  if (grams.length > 0)
+    await tx`INSERT INTO sys_tenant_name_gram (gram, id) SELECT g, ${id}::bigint FROM unnest(${grams}::text[]) g ON CONFLICT DO NOTHING`;
 }

@@ -1,10 +1,10 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Audit, BoundedPageOf, Nullable, PageParams, RefTo, Status } from '../core/common.schema.js';
+import { Audit, BoundedPageOf, Nullable, PageParams, RefTo, Status, TenantCode } from '../core/common.schema.js';
 import { USER_NAME_MAX } from '../core/limits.js';
 import { propertiesOf } from '../db/fields.js';
-import { PACKAGE_FIELDS, QUOTA_FIELDS, RULE_FIELDS, TENANT_FIELDS, TenantCode } from './tenant.fields.js';
+import { PACKAGE_CHOICE_FIELDS, QUOTA_FIELDS, RULE_FIELDS, TENANT_FIELDS } from './tenant.fields.js';
 
-export const PackageBo = Type.Object(propertiesOf(PACKAGE_FIELDS), { $id: 'PackageBo' });
+export const PackageBo = Type.Object(propertiesOf(PACKAGE_CHOICE_FIELDS), { $id: 'PackageBo' });
 /** packageBo as written: a packageId (menuIds then left out, or the package's), or menuIds of the tenant's own. */
 export const PackageBoWrite = Type.Object(
   {
@@ -54,7 +54,7 @@ export const TenantCreate = Type.Composite(
     required,
     optional,
     Type.Object({
-      tenantParent: Type.Optional(TenantCode),
+      tenantParent: Type.Optional(TenantCode()),
       username: Type.Optional(
         Type.String({
           minLength: 1,
@@ -92,7 +92,7 @@ export const TenantUpdate = Type.Composite(
     Type.Object({ id: Type.String({ pattern: '^[0-9]{1,19}$' }) }),
     required,
     optional,
-    Type.Object({ tenantId: Type.Optional(TenantCode), tenantParent: Type.Optional(Nullable(TenantCode)) }),
+    Type.Object({ tenantId: Type.Optional(TenantCode()), tenantParent: Type.Optional(Nullable(TenantCode())) }),
   ],
   { $id: 'TenantUpdate' },
 );
@@ -100,7 +100,7 @@ export const TenantUpdate = Type.Composite(
 export const TenantListQuery = Type.Object({
   tenantName: Type.Optional(Type.String({ maxLength: 50, description: 'Substring match' })),
   status: Type.Optional(Status),
-  tenantParent: Type.Optional(TenantCode),
+  tenantParent: Type.Optional(TenantCode()),
   after: Type.Optional(
     Type.String({
       pattern: '^[0-9]{1,19}$',

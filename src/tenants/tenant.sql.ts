@@ -1,4 +1,5 @@
 import type { Db, Tx } from '../db/database.js';
+import { serializePlatformWrites } from '../db/citus.js';
 import { checkIfMatch } from '../core/version.js';
 import { cursorId, parseInternalId } from '../core/ids.js';
 import { DEPT_NAME_MAX } from '../core/limits.js';
@@ -11,9 +12,9 @@ import { contains } from '../db/sql.helpers.js';
 import { AUDIT_FIELDS, fromRow, selectList, writeColumns } from '../db/fields.js';
 import { keyedPageOf, type Fragment } from '../db/page.js';
 import { livePageByNumber } from './tenant.pages.js';
-import { rareGramOf } from './tenant.grams.js';
+import { keepNameGrams, rareGramOf } from './tenant.grams.js';
 import type { Tenant, TenantCreate, TenantListQuery, TenantUpdate } from './tenant.schema.js';
-import { PACKAGE_FIELDS, QUOTA_FIELDS, RULE_FIELDS, TENANT_FIELDS } from './tenant.fields.js';
+import { PACKAGE_CHOICE_FIELDS, QUOTA_FIELDS, RULE_FIELDS, TENANT_FIELDS } from './tenant.fields.js';
 import {
   assertCredentialsPaired,
   assertLineageUnchanged,
@@ -28,16 +29,17 @@ import {
   TENANT_IMAGE,
 } from './tenant.rules.js';
 import { packageTaken } from '../packages/package.rules.js';
+import { bumpTenantListVersion } from '../identity/tenant.version.js';
 
 // ---------------------------------------------------------------- row <-> DTO (from the field lists in tenant.fields.ts)
 
-const READ_FIELDS = { ...TENANT_FIELDS, ...PACKAGE_FIELDS, ...QUOTA_FIELDS, ...RULE_FIELDS, ...AUDIT_FIELDS };
+const READ_FIELDS = { ...TENANT_FIELDS, ...PACKAGE_CHOICE_FIELDS, ...QUOTA_FIELDS, ...RULE_FIELDS, ...AUDIT_FIELDS };
 
 const COLUMNS = (sql: Db) => selectList(sql, 't', READ_FIELDS);
 
 const toTenant = (row: Record<string, unknown>): Tenant => ({
   ...fromRow(row, TENANT_FIELDS),
-  packageBo: fromRow(row, PACKAGE_FIELDS),
+  packageBo: fromRow(row, PACKAGE_CHOICE_FIELDS),
   quotaBo: fromRow(row, QUOTA_FIELDS),
   ruleBo: fromRow(row, RULE_FIELDS),
   ...fromRow(row, AUDIT_FIELDS),
@@ -52,7 +54,7 @@ async function writableColumns(tx: Tx, input: TenantCreate | TenantUpdate, curre
   assertPeriodInOrder(input);
   return {
     ...writeColumns(TENANT_FIELDS, input),
-    ...writeColumns(PACKAGE_FIELDS, await packageTaken(tx, input.packageBo, currentPackage)),
+    ...writeColumns(PACKAGE_CHOICE_FIELDS, await packageTaken(tx, input.packageBo, currentPackage)),
     ...writeColumns(QUOTA_FIELDS, input.quotaBo ?? {}),
     ...writeColumns(RULE_FIELDS, input.ruleBo ?? {}),
   };
@@ -98,6 +100,7 @@ export async function listTenants(sql: Db, caller: Caller, query: TenantListQuer
  * the caller's transaction.
  */
 export async function createTenant(tx: Tx, caller: Caller, input: TenantCreate): Promise<string> {
+  await serializePlatformWrites(tx);
   assertCredentialsPaired(input);
   const parent = await parentForNewTenant(tx, caller, input.tenantParent ?? caller.tenantId);
   const columns = await writableColumns(tx, input);
@@ -107,6 +110,8 @@ export async function createTenant(tx: Tx, caller: Caller, input: TenantCreate):
       RETURNING *)
     SELECT t.id::text AS id, t.tenant_id AS "tenantId", ${TENANT_IMAGE(tx)} FROM t`;
   const created = row!;
+  await keepNameGrams(tx, created.id, (created.image.tenant_name as string | null) ?? null, false);
+  await bumpTenantListVersion(tx);
   const changes = values(created.image);
   await recordAudit(tx, caller, [{ action: 'tenant.create', entityType: 'tenant', entityId: created.id, tenantId: created.tenantId, changes }]);
   if (input.username !== undefined && input.password !== undefined) {
@@ -131,14 +136,22 @@ async function provisionFirstAdmin(tx: Tx, actor: Actor, companyName: string, lo
 
 /** Full replacement; omitted fields return to their defaults. */
 export async function updateTenant(tx: Tx, caller: Caller, input: TenantUpdate, ifMatch?: string): Promise<void> {
+  await serializePlatformWrites(tx);
   const target = await lockTargetTenant(tx, caller, input.id);
   assertMayChange(caller, target, 'updated');
   await checkIfMatch(ifMatch, () => getTenant(tx, caller, input.id), `Tenant ${input.id}`);
   assertLineageUnchanged(input, target);
+  const columns = await writableColumns(tx, input, target.packageId);
+  // The image from a CTE: Citus allows no STABLE function (to_jsonb) in a write's RETURNING.
   const [after] = await tx<{ image: RowImage }[]>`
-    UPDATE sys_tenant t SET ${tx({ ...(await writableColumns(tx, input, target.packageId)), update_by: caller.userName })}, update_time = now()
-    WHERE id = ${input.id}::bigint
-    RETURNING ${TENANT_IMAGE(tx)}`;
+    WITH t AS (
+      UPDATE sys_tenant t SET ${tx({ ...columns, update_by: caller.userName })}, update_time = now()
+      WHERE id = ${input.id}::bigint
+      RETURNING t.*)
+    SELECT ${TENANT_IMAGE(tx)} FROM t`;
+  const name = (after!.image.tenant_name as string | null) ?? null;
+  if (name !== ((target.image.tenant_name as string | null) ?? null)) await keepNameGrams(tx, input.id, name, true);
+  await bumpTenantListVersion(tx);
   if (endsSessions(target, { status: input.status ?? '0', startTime: input.startTime, endTime: input.endTime })) {
     await revokeTenantSubtreeCredentials(tx, target.tenantId, caller.userName);
   }
@@ -148,13 +161,15 @@ export async function updateTenant(tx: Tx, caller: Caller, input: TenantUpdate, 
 
 /** Logical delete, refused while live child tenants exist; the subtree's sessions and API keys end. */
 export async function deleteTenant(tx: Tx, caller: Caller, id: string, ifMatch?: string): Promise<void> {
+  await serializePlatformWrites(tx);
   const target = await lockTargetTenant(tx, caller, id);
   assertMayChange(caller, target, 'deleted');
   await checkIfMatch(ifMatch, () => getTenant(tx, caller, id), `Tenant ${id}`);
   await assertNoLiveChildTenant(tx, target.tenantId);
   const [deleted] = await tx<{ image: RowImage }[]>`
-    UPDATE sys_tenant t SET del_flag = '2', update_by = ${caller.userName}, update_time = now() WHERE id = ${id}::bigint
-    RETURNING ${TENANT_IMAGE(tx)}`;
+    WITH t AS (UPDATE sys_tenant t SET del_flag = '2', update_by = ${caller.userName}, update_time = now() WHERE id = ${id}::bigint RETURNING t.*)
+    SELECT ${TENANT_IMAGE(tx)} FROM t`;
+  await bumpTenantListVersion(tx);
   await revokeTenantSubtreeCredentials(tx, target.tenantId, caller.userName);
   await recordAudit(tx, caller, [
     { action: 'tenant.delete', entityType: 'tenant', entityId: id, tenantId: target.tenantId, changes: values(deleted!.image) },

@@ -11,9 +11,11 @@ import type { RecordedSpan } from './traces.span.js';
  * with .execute() (pipelined). The same Query object also serves as a
  * fragment inside another statement (sql`...` interpolated), and helpers
  * (sql(obj, ...columns), sql.json) make no Query at all; neither is ever
- * executed, so neither gets a span. Query.handle() is the one point every
- * execution passes through, once: the span starts there, under the span of
- * the request whose `sql` made the query, and ends when the driver settles it.
+ * executed, so neither gets a span. The driver has no hook of its own for
+ * this, so its patch adds one (patches/README.md, query-hook): a query's
+ * `onexecute` is called once as it is executed, and the function it returns
+ * once the driver settles it. The span starts there, under the span of the
+ * request whose `sql` made the query, and ends when the query settles.
  *
  * Recorded: the statement text as sent, with $1, $2... where the values go
  * (never the values), the database name and, for a single-host URL, the
@@ -25,8 +27,8 @@ import type { RecordedSpan } from './traces.span.js';
 
 interface ExecutableQuery {
   handle(): Promise<void>;
-  resolve(value: unknown): void;
-  reject(error: unknown): void;
+  /** The patched driver's hook (query-hook): called once as the query is executed; what it returns, once it settles. */
+  onexecute?: (query: ExecutableQuery) => ((error: unknown) => void) | void;
   /** The text postgres.js sent, with $n placeholders; set when the query is built for its connection. */
   string?: string;
   strings: readonly string[];
@@ -70,33 +72,22 @@ function nameOf(statements: Statements, query: ExecutableQuery, text: string): s
 }
 
 function instrument(statements: Statements, parent: RecordedSpan, query: ExecutableQuery): void {
-  const handle = query.handle.bind(query);
-  let started = false;
-  query.handle = () => {
-    if (started) return handle();
-    started = true;
+  query.onexecute = () => {
     const span = parent.child('SQL', SpanKind.CLIENT, statements.attributes());
-    const finish = () => {
+    return (error) => {
+      // null: answered; anything else is what the query was rejected with.
+      if (error !== null) {
+        const code = (error as { code?: unknown } | undefined)?.code;
+        // The code (a SQLSTATE, or the driver's own), never the message: PostgreSQL quotes input in some of its messages.
+        span.setStatus({ code: SpanStatusCode.ERROR, message: typeof code === 'string' ? code : 'error' });
+        if (typeof code === 'string') span.setAttribute('db.response.status_code', code);
+        span.setAttribute('error.type', typeof code === 'string' ? code : 'Error');
+      }
       const text = textOf(query);
       span.updateName(nameOf(statements, query, text));
       span.setAttribute('db.query.text', text);
       span.end();
     };
-    const { resolve, reject } = query;
-    query.resolve = (value) => {
-      finish();
-      resolve(value);
-    };
-    query.reject = (error) => {
-      const code = (error as { code?: unknown } | null)?.code;
-      // The code (a SQLSTATE, or the driver's own), never the message: PostgreSQL quotes input in some of its messages.
-      span.setStatus({ code: SpanStatusCode.ERROR, message: typeof code === 'string' ? code : 'error' });
-      if (typeof code === 'string') span.setAttribute('db.response.status_code', code);
-      span.setAttribute('error.type', typeof code === 'string' ? code : 'Error');
-      finish();
-      reject(error);
-    };
-    return handle();
   };
 }
 

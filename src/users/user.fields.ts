@@ -11,9 +11,9 @@ import { AUDIT_FIELDS, field } from '../db/fields.js';
 export const AssignableRole = Type.Union([Type.Literal('admin'), Type.Literal('user')]);
 
 export const USER_FIELDS = {
-  userId: field('user_id', EntityId),
+  userId: field('user_id', EntityId()),
   tenantId: field('tenant_id', Type.String()),
-  deptId: field('dept_id', Nullable(EntityId), { write: { default: null } }),
+  deptId: field('dept_id', Nullable(EntityId()), { write: { default: null } }),
   userName: field(
     'user_name',
     Type.String({ minLength: 1, maxLength: USER_NAME_MAX, pattern: '^\\S+$', description: "Unique among the tenant's live users" }),

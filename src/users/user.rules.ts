@@ -1,5 +1,6 @@
+import type { Id } from '../core/ids.js';
 import type { Tx } from '../db/database.js';
-import { assert } from '../core/app.error.js';
+import { AppError, assert } from '../core/app.error.js';
 import type { AuditEntry, RowImage } from '../audit/audit.record.js';
 import { diff } from '../audit/audit.record.js';
 
@@ -12,7 +13,7 @@ import { diff } from '../audit/audit.record.js';
  * tenant, share-locked until the commit, so a delete of it waits (and then
  * sees this user) or, committed first, leaves it not live here (400).
  */
-export async function assertLiveDept(tx: Tx, tenantId: string, deptId: number | null | undefined): Promise<void> {
+export async function assertLiveDept(tx: Tx, tenantId: string, deptId: Id | null | undefined): Promise<void> {
   if (deptId === null || deptId === undefined) return;
   const [dept] = await tx`SELECT 1 FROM sys_dept WHERE tenant_id = ${tenantId} AND dept_id = ${deptId} AND del_flag = '0' FOR SHARE`;
   assert(dept, 400, `deptId ${deptId} is not a live department of your tenant`);
@@ -30,11 +31,15 @@ export async function assertAccountQuota(tx: Tx, tenantId: string): Promise<void
     SELECT t.account_count AS "accountCount",
            (SELECT count(*) FROM sys_user u WHERE u.tenant_id = ${tenantId} AND u.del_flag = '0') AS live
     FROM sys_tenant t WHERE t.tenant_id = ${tenantId}`;
-  assert(
-    quota && (quota.accountCount === -1 || quota.live < quota.accountCount),
-    409,
-    `The tenant's account quota is reached (${quota?.live} of ${quota?.accountCount} accounts)`,
-  );
+  if (quota && (quota.accountCount === -1 || quota.live < quota.accountCount)) return;
+  throw new AccountQuotaReached(`The tenant's account quota is reached (${quota?.live} of ${quota?.accountCount} accounts)`);
+}
+
+/** The refusal of assertAccountQuota (409), its own class so a caller that means this refusal alone can catch it alone. */
+export class AccountQuotaReached extends AppError {
+  constructor(message: string) {
+    super(409, message);
+  }
 }
 
 /**
@@ -43,8 +48,8 @@ export async function assertAccountQuota(tx: Tx, tenantId: string): Promise<void
  * tenant answers 404; the platform's superadmin account, managed at
  * bootstrap only, answers 403.
  */
-export async function lockChangeableUsers(tx: Tx, tenantId: string, userIds: number[]): Promise<Map<number, RowImage>> {
-  const rows = await tx<{ userId: number; role: string; image: RowImage }[]>`
+export async function lockChangeableUsers(tx: Tx, tenantId: string, userIds: Id[]): Promise<Map<Id, RowImage>> {
+  const rows = await tx<{ userId: Id; role: string; image: RowImage }[]>`
     SELECT user_id AS "userId", role, to_jsonb(sys_user) AS image FROM sys_user
     WHERE tenant_id = ${tenantId} AND user_id = ANY(${userIds}::bigint[]) AND del_flag = '0'
     FOR UPDATE`;
@@ -57,7 +62,7 @@ export async function lockChangeableUsers(tx: Tx, tenantId: string, userIds: num
 }
 
 /** Rule: nobody deletes their own account. */
-export function assertNotSelf(callerId: number, ids: number[]): void {
+export function assertNotSelf(callerId: Id, ids: Id[]): void {
   assert(!ids.includes(callerId), 409, 'You cannot delete your own account');
 }
 
@@ -71,7 +76,7 @@ export function endsUserSessions(input: { password?: string; status?: string }):
  * says only that it changed) and, when other fields changed too,
  * `user.update` with those; without a password, one `user.update`.
  */
-export function userUpdateRecords(userId: number, before: RowImage, after: RowImage, passwordChanged: boolean): AuditEntry[] {
+export function userUpdateRecords(userId: Id, before: RowImage, after: RowImage, passwordChanged: boolean): AuditEntry[] {
   const changes = diff(before, after);
   const records: AuditEntry[] = [];
   if (passwordChanged) records.push({ action: 'user.password', entityType: 'user', entityId: userId, changes: {} });

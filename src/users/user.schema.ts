@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { DelFlagInput, EntityId, Status } from '../core/common.schema.js';
+import { DelFlagInput, EntityIdQuery, Status, TenantCode } from '../core/common.schema.js';
 import { USER_NAME_MAX } from '../core/limits.js';
 import { propertiesOf } from '../db/fields.js';
 import { AssignableRole, USER_FIELDS } from './user.fields.js';
@@ -16,7 +16,7 @@ const optional = Type.Object({
   phonenumber: Type.Optional(User.properties.phonenumber),
   status: Type.Optional(Status),
   delFlag: Type.Optional(DelFlagInput),
-  tenantId: Type.Optional(Type.String({ pattern: '^[0-9]{6}$', description: "Must be the caller's tenant when sent" })),
+  tenantId: Type.Optional(TenantCode("Must be the caller's tenant when sent")),
 });
 const Roles = Type.Array(AssignableRole, { minItems: 1, maxItems: 1, description: '["admin"] or ["user"]' });
 
@@ -32,7 +32,7 @@ export const UserUpdate = Type.Composite(
 );
 
 export const UserListQuery = Type.Object({
-  deptId: Type.Optional(EntityId),
+  deptId: Type.Optional(EntityIdQuery()),
   userName: Type.Optional(Type.String({ maxLength: USER_NAME_MAX, description: 'Substring match' })),
   status: Type.Optional(Status),
 });

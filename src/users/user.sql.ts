@@ -1,3 +1,4 @@
+import { canonicalId, withCanonicalIds, type Id } from '../core/ids.js';
 import type { Db, Tx } from '../db/database.js';
 import { lockUsers } from '../db/locks.js';
 import { checkIfMatch } from '../core/version.js';
@@ -16,7 +17,7 @@ const toUser = (row: Record<string, unknown>): User => fromRow(row, USER_FIELDS)
 /** The write columns of a create or full replacement; the single role is stored in `role`. */
 const userColumns = (input: Omit<UserCreate, 'password'> | UserUpdate) => writeColumns(USER_FIELDS, input);
 
-export async function getUser(sql: Db, tenantId: string, userId: number): Promise<User | undefined> {
+export async function getUser(sql: Db, tenantId: string, userId: Id): Promise<User | undefined> {
   const [row] = await sql<Record<string, unknown>[]>`
     SELECT ${COLUMNS(sql)} FROM sys_user WHERE tenant_id = ${tenantId} AND user_id = ${userId} AND del_flag = '0'`;
   return row && toUser(row);
@@ -26,7 +27,7 @@ export async function listUsers(sql: Db, tenantId: string, query: UserListQuery)
   const rows = await sql<Record<string, unknown>[]>`
     SELECT ${COLUMNS(sql)} FROM sys_user
     WHERE tenant_id = ${tenantId} AND del_flag = '0'
-      ${query.deptId !== undefined ? sql`AND dept_id = ${query.deptId}` : sql``}
+      ${query.deptId !== undefined ? sql`AND dept_id = ${canonicalId(query.deptId, 'deptId')}` : sql``}
       ${query.userName !== undefined ? sql`AND ${contains(sql, sql`user_name`, query.userName)}` : sql``}
       ${query.status !== undefined ? sql`AND status = ${query.status}` : sql``}
     ORDER BY user_id`;
@@ -40,16 +41,18 @@ export async function listUsers(sql: Db, tenantId: string, query: UserListQuery)
 export async function createUser(
   tx: Tx,
   actor: Actor,
-  input: Omit<UserCreate, 'password'> & { password?: string },
+  sent: Omit<UserCreate, 'password'> & { password?: string },
   extra: Record<string, unknown> = {},
-): Promise<number> {
+): Promise<Id> {
+  const input = withCanonicalIds(sent, ['deptId']);
   assertOwnTenant(actor, input.tenantId, 'users');
   const passwordHash = input.password === undefined ? NO_PASSWORD_HASH : await hashPassword(input.password);
   await lockUsers(tx, actor.tenantId);
   await assertLiveDept(tx, actor.tenantId, input.deptId);
   await assertAccountQuota(tx, actor.tenantId);
-  const [row] = await tx<{ userId: number; image: RowImage }[]>`
-    INSERT INTO sys_user ${tx({
+  // The row's image from a CTE: Citus allows no STABLE function (to_jsonb) in a distributed write's RETURNING.
+  const [row] = await tx<{ userId: Id; image: RowImage }[]>`
+    WITH u AS (INSERT INTO sys_user ${tx({
       ...userColumns(input),
       ...extra,
       role: input.roles[0]!,
@@ -57,13 +60,15 @@ export async function createUser(
       password_hash: passwordHash,
       create_by: actor.userName,
     })}
-    RETURNING user_id AS "userId", to_jsonb(sys_user) AS image`;
+    RETURNING *)
+    SELECT user_id AS "userId", to_jsonb(u) AS image FROM u`;
   await recordAudit(tx, actor, [{ action: 'user.create', entityType: 'user', entityId: row!.userId, changes: values(row!.image) }]);
   return row!.userId;
 }
 
 /** Full replacement; the password changes only when sent. `extra` as for createUser. */
-export async function updateUser(tx: Tx, actor: Caller, input: UserUpdate, ifMatch?: string, extra: Record<string, unknown> = {}): Promise<void> {
+export async function updateUser(tx: Tx, actor: Caller, sent: UserUpdate, ifMatch?: string, extra: Record<string, unknown> = {}): Promise<void> {
+  const input = withCanonicalIds(sent, ['userId', 'deptId']);
   assertOwnTenant(actor, input.tenantId, 'users');
   const passwordHash = input.password === undefined ? null : await hashPassword(input.password);
   await lockUsers(tx, actor.tenantId);
@@ -71,23 +76,27 @@ export async function updateUser(tx: Tx, actor: Caller, input: UserUpdate, ifMat
   await checkIfMatch(ifMatch, () => getUser(tx, actor.tenantId, input.userId), `User ${input.userId}`);
   await assertLiveDept(tx, actor.tenantId, input.deptId);
   const [after] = await tx<{ image: RowImage }[]>`
-    UPDATE sys_user SET ${tx({ ...userColumns(input), ...extra, role: input.roles[0]!, update_by: actor.userName })},
-      password_hash = COALESCE(${passwordHash}, password_hash), update_time = now()
-    WHERE tenant_id = ${actor.tenantId} AND user_id = ${input.userId}
-    RETURNING to_jsonb(sys_user) AS image`;
+    WITH u AS (
+      UPDATE sys_user SET ${tx({ ...userColumns(input), ...extra, role: input.roles[0]!, update_by: actor.userName })},
+        password_hash = COALESCE(${passwordHash}, password_hash), update_time = now()
+      WHERE tenant_id = ${actor.tenantId} AND user_id = ${input.userId}
+      RETURNING *)
+    SELECT to_jsonb(u) AS image FROM u`;
   if (endsUserSessions(input)) await revokeUserSessions(tx, actor.tenantId, input.userId);
   await recordAudit(tx, actor, userUpdateRecords(input.userId, before, after!.image, passwordHash !== null));
 }
 
-export async function deleteUsers(tx: Tx, actor: Caller, ids: number[], ifMatch?: string): Promise<void> {
+export async function deleteUsers(tx: Tx, actor: Caller, ids: Id[], ifMatch?: string): Promise<void> {
   assertNotSelf(actor.userId, ids);
   await lockUsers(tx, actor.tenantId);
   await lockChangeableUsers(tx, actor.tenantId, ids);
   await checkIfMatch(ifMatch, () => getUser(tx, actor.tenantId, ids[0]!), `User ${ids[0]}`);
-  const deleted = await tx<{ userId: number; image: RowImage }[]>`
-    UPDATE sys_user SET del_flag = '2', update_by = ${actor.userName}, update_time = now()
-    WHERE tenant_id = ${actor.tenantId} AND user_id = ANY(${ids}::bigint[])
-    RETURNING user_id AS "userId", to_jsonb(sys_user) AS image`;
+  const deleted = await tx<{ userId: Id; image: RowImage }[]>`
+    WITH u AS (
+      UPDATE sys_user SET del_flag = '2', update_by = ${actor.userName}, update_time = now()
+      WHERE tenant_id = ${actor.tenantId} AND user_id = ANY(${ids}::bigint[])
+      RETURNING *)
+    SELECT user_id AS "userId", to_jsonb(u) AS image FROM u`;
   await revokeSessionsOfUsers(tx, actor.tenantId, ids);
   await recordAudit(
     tx,

@@ -1,6 +1,9 @@
 import type { Db, Tx } from '../db/database.js';
+import { acrossTenants, isOnCitus } from '../db/citus.js';
 import { recordAudit } from '../audit/audit.record.js';
 import { recordColumns } from '../audit/audit.fields.js';
+import { published, publishedPosition } from '../audit/audit.sql.js';
+import { claimEachDue } from './webhook.citus.sql.js';
 import { cursorExpired, receives } from './webhook.rules.js';
 
 // The delivery queue's statements (docs/webhooks.md#delivery), run by the
@@ -9,7 +12,10 @@ import { cursorExpired, receives } from './webhook.rules.js';
 // tenant.
 
 /** The secrets that sign now: the current one, and the previous one during a rotation's overlap. */
-const secretsNow = (sql: Db) => sql`CASE WHEN previous_until > now() THEN ARRAY[secret, previous_secret] ELSE ARRAY[secret] END`;
+export const secretsNow = (sql: Db, row?: string) =>
+  row === undefined
+    ? sql`CASE WHEN previous_until > now() THEN ARRAY[secret, previous_secret] ELSE ARRAY[secret] END`
+    : sql`CASE WHEN ${sql(row)}.previous_until > now() THEN ARRAY[${sql(row)}.secret, ${sql(row)}.previous_secret] ELSE ARRAY[${sql(row)}.secret] END`;
 
 /** An endpoint a node holds the lease of, with what it needs to sign and send. */
 export interface ClaimedEndpoint {
@@ -36,17 +42,22 @@ export interface Attempt {
 
 /**
  * The next records for a claimed endpoint after the cursor it holds, in feed
- * order. The endpoint's tenant goes to `receives` as a value: the statement
- * holds it to that tenant, and its subtree is then walked once.
+ * order, up to the published position. The endpoint goes to `receives` as
+ * values (its tenant and the filter it was claimed with): the statement reads
+ * audit_log alone, its tenant's subtree walked once; on Citus over every
+ * shard. A filter changed since the claim is caught by `advance`.
  */
-export async function pendingRecords(sql: Db, endpoint: Pick<ClaimedEndpoint, 'tenantId' | 'id' | 'cursor'>, limit: number) {
-  return sql`
-    SELECT ${recordColumns(sql)}
-    FROM webhook_endpoint c, audit_log a
-    WHERE c.tenant_id = ${endpoint.tenantId} AND c.endpoint_id = ${endpoint.id}
-      AND a.position > ${endpoint.cursor}::bigint AND ${receives(sql, endpoint.tenantId)}
+export async function pendingRecords(sql: Db, endpoint: Pick<ClaimedEndpoint, 'tenantId' | 'events' | 'cursor'>, limit: number) {
+  const last = await publishedPosition(sql);
+  return acrossTenants(
+    sql,
+    (db) => db`
+    SELECT ${recordColumns(db)}
+    FROM audit_log a
+    WHERE a.position > ${endpoint.cursor}::bigint AND ${published(db, last)} AND ${receives(db, endpoint)}
     ORDER BY a.position
-    LIMIT ${limit}`;
+    LIMIT ${limit}`,
+  );
 }
 
 /**
@@ -60,9 +71,12 @@ export async function pendingRecords(sql: Db, endpoint: Pick<ClaimedEndpoint, 't
  * asks the audit log the same question pendingRecords does. Its OFFSET 0
  * keeps PostgreSQL from turning it into a join, so the records are read a
  * level below the endpoint and its tenant's subtree is walked once per
- * endpoint, not once per record (receives).
+ * endpoint, not once per record (receives). On Citus, which cannot plan that
+ * correlation across shards, the same rules run endpoint by endpoint
+ * (webhook.citus.sql.ts).
  */
 export async function claimDue(sql: Db, node: string, limit: number, leaseSeconds: number): Promise<ClaimedEndpoint[]> {
+  if (isOnCitus()) return claimEachDue(sql, node, limit, leaseSeconds);
   return sql<ClaimedEndpoint[]>`
     UPDATE webhook_endpoint e SET lease_owner = ${node}, lease_until = now() + make_interval(secs => ${leaseSeconds})
     FROM (
@@ -104,16 +118,18 @@ export async function advance(
   attempts: Attempt[],
   leaseSeconds: number,
 ): Promise<(Pick<ClaimedEndpoint, 'url' | 'secrets'> & { goOn: boolean }) | undefined> {
+  // The row image comes back through the CTE: Citus refuses now() (the secrets' rule) in an UPDATE's RETURNING.
   const [row] = await sql<(Pick<ClaimedEndpoint, 'url' | 'secrets'> & { goOn: boolean })[]>`
     WITH moved AS (
       UPDATE webhook_endpoint w SET cursor = ${position}::bigint, failures = 0, retry_at = NULL, last_error = NULL,
         lease_until = now() + make_interval(secs => ${leaseSeconds})
       WHERE w.tenant_id = ${e.tenantId} AND w.endpoint_id = ${e.id} AND w.lease_owner = ${node} AND w.cursor = ${e.cursor}::bigint AND w.status = '0'
-      RETURNING w.url, ${secretsNow(sql)} AS secrets,
-        w.events = ${e.events}::text[] AND EXISTS (
-          SELECT 1 FROM sys_tenant t WHERE t.tenant_id = w.tenant_id AND t.del_flag = '0' AND t.status = '0') AS "goOn"
+      RETURNING w.tenant_id, w.url, w.events, w.secret, w.previous_secret, w.previous_until
     ), logged AS (${logAttempts(sql, e, attempts)})
-    SELECT url, secrets, "goOn" FROM moved`;
+    SELECT m.url, ${secretsNow(sql, 'm')} AS secrets,
+      m.events = ${e.events}::text[] AND EXISTS (
+        SELECT 1 FROM sys_tenant t WHERE t.tenant_id = m.tenant_id AND t.del_flag = '0' AND t.status = '0') AS "goOn"
+    FROM moved m`;
   return row;
 }
 

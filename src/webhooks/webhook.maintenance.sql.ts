@@ -1,5 +1,7 @@
 import type { Db } from '../db/database.js';
+import { acrossTenants, isOnCitus } from '../db/citus.js';
 import type { ClaimedEndpoint } from './webhook.delivery.sql.js';
+import { backlogEach, catchUpEachIdle, expiredEach } from './webhook.citus.sql.js';
 import { cursorExpired, receives } from './webhook.rules.js';
 
 // Webhook maintenance (docs/webhooks.md#delivery): what the worker runs on
@@ -22,6 +24,7 @@ const DELIVERY_LOG_DAYS = 7;
  * so each endpoint's subtree is walked once (receives).
  */
 export async function catchUpIdle(sql: Db): Promise<number> {
+  if (isOnCitus()) return catchUpEachIdle(sql);
   const moved = await sql`
     UPDATE webhook_endpoint c SET cursor = f.last_position
     FROM audit_feed f
@@ -42,6 +45,7 @@ export async function catchUpIdle(sql: Db): Promise<number> {
  * end of an emptied log) means records after it are gone.
  */
 export async function expiredCursors(sql: Db): Promise<Pick<ClaimedEndpoint, 'tenantId' | 'id' | 'cursor'>[]> {
+  if (isOnCitus()) return expiredEach(sql);
   return sql<Pick<ClaimedEndpoint, 'tenantId' | 'id' | 'cursor'>[]>`
     SELECT c.tenant_id AS "tenantId", c.endpoint_id::int AS id, c.cursor::text AS cursor
     FROM webhook_endpoint c WHERE c.status = '0' AND ${cursorExpired(sql)}`;
@@ -49,7 +53,10 @@ export async function expiredCursors(sql: Db): Promise<Pick<ClaimedEndpoint, 'te
 
 /** The oldest position retention kept, or null for an empty log: a run stops before a record past a purged gap. */
 export async function oldestRetained(sql: Db): Promise<string | null> {
-  const [row] = await sql<{ oldest: string | null }[]>`SELECT min(position)::text AS oldest FROM audit_log WHERE position IS NOT NULL`;
+  const [row] = await acrossTenants(
+    sql,
+    (db) => db<{ oldest: string | null }[]>`SELECT min(position)::text AS oldest FROM audit_log WHERE position IS NOT NULL`,
+  );
   return row!.oldest;
 }
 
@@ -57,10 +64,13 @@ export async function oldestRetained(sql: Db): Promise<string | null> {
 export async function purgeDeliveries(sql: Db, batch = 1000): Promise<number> {
   let total = 0;
   for (;;) {
-    const deleted = await sql`
+    const deleted = await acrossTenants(
+      sql,
+      (db) => db`
       DELETE FROM webhook_delivery WHERE (tenant_id, endpoint_id, delivery_id) IN (
         SELECT tenant_id, endpoint_id, delivery_id FROM webhook_delivery
-        WHERE time < now() - make_interval(days => ${DELIVERY_LOG_DAYS}) LIMIT ${batch})`;
+        WHERE time < now() - make_interval(days => ${DELIVERY_LOG_DAYS}) LIMIT ${batch})`,
+    );
     total += deleted.count;
     if (deleted.count < batch) return total;
   }
@@ -74,6 +84,7 @@ export async function purgeDeliveries(sql: Db, batch = 1000): Promise<number> {
  * behind. Both reads stay below the endpoint's level (receives).
  */
 export async function backlogs(sql: Db, cap = 10_000): Promise<{ tenantId: string; id: number; backlog: number; failures: number; lag: number }[]> {
+  if (isOnCitus()) return backlogEach(sql, cap);
   return sql`
     SELECT c.tenant_id AS "tenantId", c.endpoint_id::int AS id, c.failures,
       (SELECT count(*)::int FROM (

@@ -2,11 +2,10 @@ import { Type } from '@sinclair/typebox';
 import { transaction } from '../db/retry.js';
 import { assert } from '../core/app.error.js';
 import { IdParam, RefTo } from '../core/common.schema.js';
-import { parseId } from '../core/ids.js';
+import { parseOwnId } from '../core/ids.js';
 import { AUTHED, responses, WITH_BODY } from '../http/envelope.schema.js';
 import { routesPlugin } from '../http/routes.plugin.js';
 import { requestActor } from '../identity/caller.js';
-import { assertReceiverUrl } from './webhook.rules.js';
 import type { WebhookWorker } from './webhook.delivery.js';
 import type { AddressRule } from '../outbound/outbound.address.js';
 import type { AuditFeed } from '../audit/audit.feed.js';
@@ -42,7 +41,7 @@ export const webhookRoutes = routesPlugin<{ worker: WebhookWorker; rule: Address
   'webhook-routes',
   async (app, { worker, rule, feed }) => {
     for (const schema of [WebhookEndpoint, WebhookCreate, WebhookUpdate, WebhookCreated, WebhookDelivery]) app.addSchema(schema);
-    const endpointId = (raw: string) => parseId(raw, 'Webhook endpoint');
+    const endpointId = (raw: string) => parseOwnId(raw, 'Webhook endpoint');
 
     app.post(
       '/',
@@ -58,11 +57,10 @@ export const webhookRoutes = routesPlugin<{ worker: WebhookWorker; rule: Address
         },
       },
       async (request) => {
-        assertReceiverUrl(rule, request.body.url);
         const secret = newSecret();
         // Records committed before this request get their positions first, so "from now on" starts after them.
         await feed.sequence();
-        const endpoint = await transaction(request.sql, (tx) => createEndpoint(tx, requestActor(request), request.body, secret));
+        const endpoint = await transaction(request.sql, (tx) => createEndpoint(tx, requestActor(request), request.body, rule, secret));
         return { ...endpoint, secret };
       },
     );
@@ -81,8 +79,7 @@ export const webhookRoutes = routesPlugin<{ worker: WebhookWorker; rule: Address
         },
       },
       async (request) => {
-        assertReceiverUrl(rule, request.body.url);
-        await transaction(request.sql, (tx) => updateEndpoint(tx, requestActor(request), request.body));
+        await transaction(request.sql, (tx) => updateEndpoint(tx, requestActor(request), request.body, rule));
         worker.wake();
         return null;
       },

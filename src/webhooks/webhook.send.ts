@@ -1,4 +1,6 @@
 import type { AddressRule } from '../outbound/outbound.address.js';
+import { STATUS_CODES } from 'node:http';
+import { LRUCache } from 'lru-cache';
 import { outboundRequest, outboundUrl } from '../outbound/outbound.agents.js';
 import { signedHeaders } from './webhook.sign.js';
 import { toAuditRecord } from '../audit/audit.fields.js';
@@ -8,7 +10,8 @@ import type { Row } from 'postgres';
 // followed, the address rule applied to the socket's own lookup (both from
 // the outbound room, src/outbound/, which every outbound call goes through).
 // Only the first KB of the answer is kept; the rest is read and dropped so
-// the connection can be reused (keep-alive agents, one per protocol and rule).
+// the connection can be reused (undici keep-alive agents, one per protocol
+// and rule).
 
 /** The stored part of a receiver's answer. */
 const RESPONSE_KEPT_BYTES = 1024;
@@ -45,7 +48,7 @@ const RECENT_EVENTS = 4096;
  * (the tests' apps) have the same ids for different records.
  */
 export class RecentEvents {
-  private readonly byId = new Map<string, DeliveryEvent>();
+  private readonly byId = new LRUCache<string, DeliveryEvent>({ max: RECENT_EVENTS });
 
   of(row: Row): DeliveryEvent {
     const id = String(row.id);
@@ -53,7 +56,6 @@ export class RecentEvents {
     if (!event) {
       const record = toAuditRecord(row);
       event = { record, eventId: `audit_${record.id}`, body: eventBody(record.action, row.time as Date, record) };
-      if (this.byId.size >= RECENT_EVENTS) this.byId.delete(this.byId.keys().next().value!);
       this.byId.set(id, event);
     }
     return event;
@@ -61,16 +63,15 @@ export class RecentEvents {
 }
 
 /** Each URL parsed and judged once per rule (a delivery run repeats it for every record); a refused one is judged again each time. */
-const judged = new WeakMap<AddressRule, Map<string, URL>>();
+const judged = new WeakMap<AddressRule, LRUCache<string, URL>>();
 const JUDGED_URLS = 1024;
 
 function targetOf(rule: AddressRule, text: string): URL {
   let byText = judged.get(rule);
-  if (!byText) judged.set(rule, (byText = new Map()));
+  if (!byText) judged.set(rule, (byText = new LRUCache({ max: JUDGED_URLS })));
   let url = byText.get(text);
   if (!url) {
     url = outboundUrl(rule, text);
-    if (byText.size >= JUDGED_URLS) byText.clear();
     byText.set(text, url);
   }
   return url;
@@ -92,6 +93,23 @@ function describe(err: unknown): string {
   return e.code && !e.message.includes(e.code) ? `${e.code}: ${e.message}` : (e.message ?? String(err));
 }
 
+/** The status line's words for a status: undici's `request` hands the status alone, and HTTP/2 has no words at all. */
+function statusWords(status: number): string {
+  return `${status} ${STATUS_CODES[status] ?? ''}`.trim();
+}
+
+/** The first RESPONSE_KEPT_BYTES of an answer's body; the rest is read and dropped, so its connection is reused. */
+async function keptBytes(body: AsyncIterable<Buffer>): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let kept = 0;
+  for await (const chunk of body) {
+    if (kept >= RESPONSE_KEPT_BYTES) continue;
+    chunks.push(chunk.subarray(0, RESPONSE_KEPT_BYTES - kept));
+    kept += Math.min(chunk.length, RESPONSE_KEPT_BYTES - kept);
+  }
+  return Buffer.concat(chunks);
+}
+
 /** POSTs `body` to `url`, signed with `secrets` under `id`. Never throws: every outcome is a SendResult. */
 export function send(options: SendOptions, url: string, id: string, secrets: string[], body: Buffer, signal?: AbortSignal): Promise<SendResult> {
   const started = performance.now();
@@ -101,12 +119,24 @@ export function send(options: SendOptions, url: string, id: string, secrets: str
     const finish = (result: Omit<SendResult, 'ms'>) => {
       if (settled) return;
       settled = true;
-      clearTimeout(cutOff.timer);
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', abandon);
       resolve({ ...result, ms: elapsed() });
     };
     const failed = (error: string) => finish({ statusCode: null, error, response: '' });
-    // Set once the request exists; finish() may run before (a URL refused before any request).
-    const cutOff: { timer?: NodeJS.Timeout } = {};
+    // Aborting the request closes its connection: one with an answer half read is never reused.
+    const stop = new AbortController();
+    const timer = setTimeout(() => {
+      failed(`timed out after ${options.timeoutMs} ms`);
+      stop.abort();
+    }, options.timeoutMs);
+    // Shutdown: the attempt is abandoned (and sent again later: at least once), not awaited.
+    const abandon = () => {
+      failed('abandoned: the service is shutting down');
+      stop.abort();
+    };
+    if (signal?.aborted) return abandon();
+    signal?.addEventListener('abort', abandon, { once: true });
 
     let target: URL;
     try {
@@ -114,56 +144,31 @@ export function send(options: SendOptions, url: string, id: string, secrets: str
     } catch (err) {
       return failed(describe(err));
     }
-    const request = outboundRequest(
-      options,
-      target,
-      {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'content-length': body.length,
-          'user-agent': 'dept-tenant-service-webhooks',
-          ...signedHeaders(secrets, id, body),
-        },
+    outboundRequest(options, target, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'dept-tenant-service-webhooks',
+        ...signedHeaders(secrets, id, body),
       },
-      (response) => {
-        const chunks: Buffer[] = [];
-        let kept = 0;
-        response.on('data', (chunk: Buffer) => {
-          if (kept < RESPONSE_KEPT_BYTES) {
-            chunks.push(chunk.subarray(0, RESPONSE_KEPT_BYTES - kept));
-            kept += Math.min(chunk.length, RESPONSE_KEPT_BYTES - kept);
-          }
+      body,
+      signal: stop.signal,
+    })
+      .then(async (response) => {
+        const status = response.statusCode;
+        const ok = status >= 200 && status < 300;
+        const redirect = status >= 300 && status < 400;
+        const retry = response.headers['retry-after'];
+        const kept = await keptBytes(response.body);
+        finish({
+          statusCode: status,
+          error: ok ? null : redirect ? `${status} redirect not followed` : statusWords(status),
+          // The kept bytes, decoded; a multi-byte character cut at the limit becomes U+FFFD.
+          // PostgreSQL text cannot hold U+0000: a binary answer must not make its own log row fail.
+          response: kept.toString('utf8').replaceAll('\u0000', '\uFFFD'),
+          retryAfterSeconds: retryAfter(Array.isArray(retry) ? retry[0] : retry),
         });
-        response.on('error', (err) => failed(describe(err)));
-        response.on('end', () => {
-          const status = response.statusCode ?? 0;
-          const ok = status >= 200 && status < 300;
-          const redirect = status >= 300 && status < 400;
-          finish({
-            statusCode: status,
-            error: ok ? null : redirect ? `${status} redirect not followed` : `${status} ${response.statusMessage ?? ''}`.trim(),
-            // The kept bytes, decoded; a multi-byte character cut at the limit becomes U+FFFD.
-            // PostgreSQL text cannot hold U+0000: a binary answer must not make its own log row fail.
-            response: Buffer.concat(chunks).toString('utf8').replaceAll('\u0000', '\uFFFD'),
-            retryAfterSeconds: retryAfter(response.headers['retry-after']),
-          });
-        });
-      },
-    );
-    cutOff.timer = setTimeout(() => {
-      failed(`timed out after ${options.timeoutMs} ms`);
-      request.destroy();
-    }, options.timeoutMs);
-    // Shutdown: the attempt is abandoned (and sent again later: at least once), not awaited.
-    const abort = () => {
-      failed('abandoned: the service is shutting down');
-      request.destroy();
-    };
-    if (signal?.aborted) abort();
-    signal?.addEventListener('abort', abort, { once: true });
-    request.on('close', () => signal?.removeEventListener('abort', abort));
-    request.on('error', (err) => failed(describe(err)));
-    request.end(body);
+      })
+      .catch((err: unknown) => failed(describe(err)));
   });
 }

@@ -4,8 +4,11 @@ import { pageOf, type PageQuery } from '../db/page.js';
 import { assert } from '../core/app.error.js';
 import { formatDateTime } from '../core/time.js';
 import type { Actor } from '../identity/caller.js';
+import type { AddressRule } from '../outbound/outbound.address.js';
+import { assertOutboundUrl } from '../outbound/outbound.url.js';
 import { diff, recordAudit, type Changes } from '../audit/audit.record.js';
 import { ATTEMPT_FIELDS, ENDPOINT_FIELDS } from './webhook.fields.js';
+import { oldestRetained } from './webhook.maintenance.sql.js';
 import type { WebhookCreate, WebhookDelivery, WebhookEndpoint, WebhookUpdate } from './webhook.schema.js';
 
 // The webhook endpoints API (docs/webhooks.md): the caller's tenant's
@@ -51,9 +54,11 @@ export async function listEndpoints(sql: Db, tenantId: string, page: PageQuery):
 
 /**
  * A new endpoint starts at the end of the feed: it receives what is
- * committed from now on, not the history (a replay can reach back).
+ * committed from now on, not the history (a replay can reach back). Its url
+ * is one the service may call (outbound.url.ts), as on every update.
  */
-export async function createEndpoint(tx: Tx, actor: Actor, input: WebhookCreate, secret: string): Promise<WebhookEndpoint> {
+export async function createEndpoint(tx: Tx, actor: Actor, input: WebhookCreate, rule: AddressRule, secret: string): Promise<WebhookEndpoint> {
+  assertOutboundUrl(rule, input.url, 'url');
   const [row] = await tx<Row[]>`
     INSERT INTO webhook_endpoint AS e (tenant_id, url, events, description, secret, cursor, create_by)
     SELECT ${actor.tenantId}, ${input.url}, ${input.events ?? []}::text[], ${input.description ?? ''}, ${secret}, f.last_position, ${actor.userName}
@@ -77,7 +82,8 @@ async function lockEndpoint(tx: Tx, tenantId: string, id: number): Promise<Webho
  * so delivery resumes at once from the cursor (nothing was skipped while it
  * was off); disabling keeps the cursor.
  */
-export async function updateEndpoint(tx: Tx, actor: Actor, input: WebhookUpdate): Promise<void> {
+export async function updateEndpoint(tx: Tx, actor: Actor, input: WebhookUpdate, rule: AddressRule): Promise<void> {
+  assertOutboundUrl(rule, input.url, 'url');
   const before = await lockEndpoint(tx, actor.tenantId, input.id);
   const resumes = input.status === '0' && before.status === '1';
   await tx`
@@ -116,9 +122,10 @@ export async function replayFrom(tx: Tx, actor: Actor, id: number, after: string
   const before = await lockEndpoint(tx, actor.tenantId, id);
   assert(BigInt(after) <= BigInt(before.cursor), 400, `after (${after}) is beyond the endpoint's cursor (${before.cursor}): a replay only goes back`);
   // A replay from before what retention kept starts at the oldest record kept: those before are gone for everyone.
+  // The oldest is read over every tenant first (docs/scale-out.md#across-tenants-by-design); the update names its tenant.
+  const oldest = await oldestRetained(tx);
   await tx`
-    UPDATE webhook_endpoint SET cursor = GREATEST(${after}::bigint,
-        COALESCE((SELECT min(r.position) - 1 FROM audit_log r WHERE r.position IS NOT NULL), ${after}::bigint)),
+    UPDATE webhook_endpoint SET cursor = GREATEST(${after}::bigint, COALESCE(${oldest}::bigint - 1, ${after}::bigint)),
       failures = 0, retry_at = NULL, last_error = NULL,
       update_by = ${actor.userName}, update_time = now()
     WHERE tenant_id = ${actor.tenantId} AND endpoint_id = ${id}`;

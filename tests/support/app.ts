@@ -102,7 +102,7 @@ export async function buildTestApp(
     directSql: db.appDirect,
     exchanges: db.appExchanges,
     config: { jwtSecret: undefined, tokenTtl: options.tokenTtl ?? 7200, logLevel: 'silent', ...options.config },
-    logger: false,
+    logger: (process.env.TEST_APP_LOG ? { level: process.env.TEST_APP_LOG } : false) as false,
     audit: options.audit,
     sessionCacheMs: options.sessionCacheMs,
     requestDeadlineMs: options.requestDeadlineMs,

@@ -30,7 +30,7 @@ export async function buildDist(): Promise<void> {
   // tsc: 0 clean, 2 type errors but JavaScript emitted, anything else nothing (usable) emitted.
   if (code !== 0 && code !== 2) throw new Error(`tsc -p tsconfig.build.json failed (exit ${code}):\n${output}`);
   if (code === 2) console.warn(`[tests] tsc -p tsconfig.build.json reported type errors; testing the JavaScript it emitted:\n${output}`);
-  for (const entry of ['main.js', 'reset-password.js']) {
+  for (const entry of ['main.js', 'cli/cli.main.js']) {
     const file = join(DIST, entry);
     const { mtimeMs } = await stat(file);
     // Allow for the file system's timestamp granularity; anything older was not written by this build.

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { createCitusDatabase, dropCitusDatabase } from './citus-cluster.js';
+import { citusNodesOfRun } from './test-database.js';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import postgres from 'postgres';
 
@@ -13,13 +15,21 @@ export interface CutRule {
    * then the connection is cut before any answer gets back.
    */
   when: 'before' | 'after';
+  /**
+   * Armed on a connection only once a statement matching this has gone out
+   * on it: `{ sql: COMMIT, after: INSERT_DEPT }` is the COMMIT of the
+   * transaction that inserted, never a background job's (on Citus the audit
+   * sequencer's poll is a transaction of its own, with a COMMIT).
+   */
+  after?: RegExp;
   /** How many connections to cut this way (1). */
   times?: number;
   /** 'close' (FIN, the client sees the connection closed) or 'reset' (RST, ECONNRESET). Default 'close'. */
   how?: 'close' | 'reset';
 }
 
-interface Rule extends Required<CutRule> {
+interface Rule extends Required<Omit<CutRule, 'after'>> {
+  after?: RegExp;
   hits: number;
 }
 
@@ -155,6 +165,8 @@ export class CutProxy {
     const stream = new ClientStream();
     let cut = false;
     let pendingCut: Rule | undefined;
+    // The rules whose `after` statement has gone out on this connection.
+    const seen = new Set<Rule>();
 
     const cutNow = (rule: Rule, toServer: Buffer[]) => {
       cut = true;
@@ -182,7 +194,8 @@ export class CutProxy {
           if (type === 'S') return cutNow(pendingCut, toServer);
           continue;
         }
-        const rule = text === undefined ? undefined : this.rules.find((r) => r.hits < r.times && r.sql.test(text));
+        const rule = text === undefined ? undefined : this.rules.find((r) => r.hits < r.times && (!r.after || seen.has(r)) && r.sql.test(text));
+        if (text !== undefined) for (const r of this.rules) if (r.after?.test(text)) seen.add(r);
         if (rule) {
           rule.hits++;
           if (rule.when === 'before') return cutNow(rule, toServer);
@@ -226,7 +239,9 @@ export async function cutDatabase(serverUrl: string, template: string, prefix: s
   const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
   // The name is ours (prefix + hex), never input.
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
-  await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+  const nodes = citusNodesOfRun();
+  if (nodes) await createCitusDatabase(nodes, name, template);
+  else await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${template}`);
   const direct = new URL(serverUrl);
   direct.pathname = `/${name}`;
   const proxy = new CutProxy(direct.hostname, Number(direct.port || 5432));
@@ -239,7 +254,8 @@ export async function cutDatabase(serverUrl: string, template: string, prefix: s
     direct: direct.toString(),
     async drop() {
       await proxy.close();
-      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      if (nodes) await dropCitusDatabase(nodes, name);
+      else await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.end();
     },
   };

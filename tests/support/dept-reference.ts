@@ -19,7 +19,7 @@ export async function listDepts(sql: Db, tenantId: string, query: DeptListQuery)
 
 /** Nests a list ordered by parentId, orderNum, deptId; a node whose parent is not in the list is a root. */
 export function toTree(depts: Dept[]): DeptNode[] {
-  const nodes = new Map<number, DeptNode>();
+  const nodes = new Map<number | string, DeptNode>();
   for (const dept of depts) nodes.set(dept.deptId, { ...dept, children: [] });
   const roots: DeptNode[] = [];
   for (const node of nodes.values()) {

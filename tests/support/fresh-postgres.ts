@@ -3,6 +3,7 @@ import postgres from 'postgres';
 import { openPostgres, type Database, type PostgresOptions, type Sql } from '../../src/db/database.js';
 import type { Deadline } from '../../src/db/deadline.js';
 import type { ExchangeObserver } from '../../src/db/exchange.observer.js';
+import { createCitusDatabase, dropCitusDatabase } from './citus-cluster.js';
 
 /** How an app reaches one database: the options openPostgres (and a spawned service's environment) takes. */
 export interface DatabaseRoute {
@@ -12,6 +13,8 @@ export interface DatabaseRoute {
   directUrl?: string;
   /** DB_PREPARE: false through a transaction pooler (docs/operations.md#behind-a-pooler). */
   prepare: boolean;
+  /** On a Citus coordinator: the pools refuse multi-shard statements, as the service's own do there (src/db/citus.ts). */
+  citus?: boolean;
 }
 
 /**
@@ -60,15 +63,18 @@ export async function openFreshPostgres(
   template?: string,
   poolerUrl?: string,
   appPool: Pick<PostgresOptions, 'onStatement'> = {},
+  citusNodes?: string[],
 ): Promise<FreshPostgres & { appSql: Sql; appDirect: Sql; appDeadline: Deadline; appExchanges: ExchangeObserver }> {
   // The names are ours (prefix + hex, and the template named by the global setup), never input, so they are safe in the statement text.
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`);
-  const route = databaseRoute(serverUrl, name, poolerUrl);
-  const connectAgain = (max: number, extra: Pick<PostgresOptions, 'onStatement'> = {}) =>
-    openPostgres(route.url, { max, prepare: route.prepare, directUrl: route.directUrl, ...extra });
-  const db = connectAgain(poolSize);
+  if (citusNodes) await createCitusDatabase(citusNodes, name, template);
+  else await admin.unsafe(template ? `CREATE DATABASE ${name} TEMPLATE ${template}` : `CREATE DATABASE ${name}`);
+  const route = { ...databaseRoute(serverUrl, name, poolerUrl), ...(citusNodes ? { citus: true } : {}) };
+  const connectAgain = (max: number, extra: Pick<PostgresOptions, 'onStatement' | 'citus'> = {}) =>
+    openPostgres(route.url, { max, prepare: route.prepare, directUrl: route.directUrl, citus: route.citus, ...extra });
+  // The tests' own pool reads across tenants freely (their checks); the app's runs as the service's would.
+  const db = connectAgain(poolSize, { citus: false });
   // Connections open on first use, so a pool a caller never uses costs nothing.
   const app = connectAgain(poolSize, appPool);
   return {
@@ -82,7 +88,8 @@ export async function openFreshPostgres(
     async close() {
       await Promise.all([app.close(), db.close()]);
       // FORCE also ends the pooler's server connections to it.
-      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      if (citusNodes) await dropCitusDatabase(citusNodes, name);
+      else await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.end();
     },
   };

@@ -4,6 +4,7 @@ import { readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { vi } from 'vitest';
 
 // A PostgreSQL primary and a streaming standby of its own, for the failover
 // test (tests/failover.test.ts): real servers on free loopback ports, in a
@@ -57,12 +58,14 @@ function alive(pid: number): boolean {
   }
 }
 
+/** Polls `check` every 50 ms until it holds; throws naming `what` after `timeoutMs`. */
 async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await vi.waitFor(
+    async () => {
+      if (!(await check())) throw new Error(`timed out waiting for ${what}`);
+    },
+    { timeout: timeoutMs, interval: 50 },
+  );
 }
 
 /** The child processes of `pid`, from /proc. */

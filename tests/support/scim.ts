@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { expect } from 'vitest';
+import { afterAll, expect } from 'vitest';
 import { buildTestApp, Client, type TestApp } from './app.js';
-import { provisionTenant, type Provisioned } from './tenant-fixtures.js';
+import { createTenantWithAdmin, type TenantWithAdmin } from './tenant-fixtures.js';
 
 // A SCIM client for the tests (docs/scim.md): requests to /scim/v2 through
 // app.inject, as an identity provider sends them (application/scim+json,
@@ -37,7 +37,7 @@ export class ScimClient {
   }
 
   /** A new API key of `role` made by `admin`, and a client that sends it. */
-  static async forTenant(_t: TestApp, admin: Client, role: 'admin' | 'user' = 'admin'): Promise<ScimClient> {
+  static async forTenant(admin: Client, role: 'admin' | 'user' = 'admin'): Promise<ScimClient> {
     const name = `scim-${++keys}-${Math.random().toString(36).slice(2, 7)}`;
     const res = await admin.post('/system/apikey-api', { name, role });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -84,9 +84,21 @@ export class ScimClient {
   }
 }
 
-/** A test app, a tenant with its admin signed in, and a SCIM client with an admin key of that tenant: each SCIM test file's start. */
-export async function scimTenant(): Promise<{ t: TestApp; tenant: Provisioned; scim: ScimClient }> {
+/**
+ * Each SCIM test file's start, awaited at its top: a test app, a tenant with
+ * its admin signed in, and a SCIM client with an admin key of that tenant.
+ * The app closes after the file's tests (or at once, if the tenant or the key
+ * cannot be made).
+ */
+export async function scimTenant(): Promise<{ t: TestApp; tenant: TenantWithAdmin; scim: ScimClient }> {
   const t = await buildTestApp();
-  const tenant = await provisionTenant(t, t.root);
-  return { t, tenant, scim: await ScimClient.forTenant(t, tenant.admin) };
+  try {
+    const tenant = await createTenantWithAdmin(t);
+    const scim = await ScimClient.forTenant(tenant.admin);
+    afterAll(async () => t.close());
+    return { t, tenant, scim };
+  } catch (error) {
+    await t.close();
+    throw error;
+  }
 }

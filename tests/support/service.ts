@@ -8,6 +8,8 @@ import postgres from 'postgres';
 import { inject } from 'vitest';
 import { DIST, ROOT } from './build.js';
 import { databaseRoute } from './fresh-postgres.js';
+import { createCitusDatabase, dropCitusDatabase } from './citus-cluster.js';
+import { citusNodesOfRun } from './test-database.js';
 
 // Real processes for the operation tests : the service started with
 // `node dist/main.js` (built from src/ by the global setup at the start of
@@ -59,7 +61,10 @@ export async function serviceDatabase(): Promise<ServiceDatabase> {
   // The name is ours (prefix + hex), never input.
   const name = `svc_${randomBytes(6).toString('hex')}`;
   const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`CREATE DATABASE ${name}`);
+  // On Citus: an empty database with the extension on every node; the service's start places the tables.
+  const nodes = citusNodesOfRun();
+  if (nodes) await createCitusDatabase(nodes, name);
+  else await admin.unsafe(`CREATE DATABASE ${name}`);
   const route = databaseRoute(serverUrl, name, inject('poolerUrl') || undefined);
   return {
     kind: 'postgresql',
@@ -71,7 +76,8 @@ export async function serviceDatabase(): Promise<ServiceDatabase> {
     directUrl: route.directUrl ?? route.url,
     async dispose() {
       // FORCE also ends the pooler's server connections to it.
-      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      if (nodes) await dropCitusDatabase(nodes, name);
+      else await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.end();
     },
   };
@@ -88,16 +94,17 @@ export interface Run {
   exited: Promise<Exit>;
 }
 
-/** The built entry points. */
-export type Entry = 'main' | 'reset-password';
+/** The built entry points: the service, or a command of the `dept-tenant` bin (src/cli/). */
+export type Entry = 'main' | 'reset-password' | 'import-ruoyi' | 'backup' | 'restore' | 'migrate';
 
-/** Spawns `node dist/<entry>.js [args]` with only the given service variables. */
+/** Spawns `node dist/main.js [args]` or `node dist/cli/cli.main.js <command> [args]` with only the given service variables. */
 export function run(entry: Entry, env: Record<string, string>, args: string[] = []): Run {
   const clean = { ...process.env };
   for (const name of OURS) delete clean[name];
   // Tracing is on only where a test turns it on (docs/operations.md#traces).
   for (const name of Object.keys(clean)) if (name.startsWith('OTEL_')) delete clean[name];
-  const child = spawn(process.execPath, [join(DIST, `${entry}.js`), ...args], {
+  const script = entry === 'main' ? [join(DIST, 'main.js')] : [join(DIST, 'cli', 'cli.main.js'), entry];
+  const child = spawn(process.execPath, [...script, ...args], {
     cwd: ROOT,
     env: { ...clean, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,4 +1,5 @@
 import { request, type ClientRequest, type IncomingMessage } from 'node:http';
+import { expect } from 'vitest';
 
 export interface SseEvent {
   id: string;
@@ -18,7 +19,6 @@ export class SseClient {
   ended = false;
   private buffer = '';
   private req: ClientRequest | null = null;
-  private waiters: (() => void)[] = [];
 
   /** Resolves once the response headers are in (or the request failed). */
   static open(baseUrl: string, path: string, headers: Record<string, string>): Promise<SseClient> {
@@ -59,34 +59,15 @@ export class SseClient {
         this.events.push({ id: fields.id ?? '', event: fields.event ?? 'message', data: JSON.parse(fields.data), at: performance.now() });
       }
     }
-    this.notify();
   }
 
   private finish(): void {
     this.ended = true;
-    this.notify();
   }
 
-  private notify(): void {
-    const waiters = this.waiters;
-    this.waiters = [];
-    for (const w of waiters) w();
-  }
-
-  /** Waits until `predicate` holds, at most `ms`; throws with `what` when it does not. */
+  /** Waits until `predicate` holds, polling every 20 ms, at most `ms`; fails naming `what` when it does not. */
   async until(predicate: () => boolean, ms: number, what: string): Promise<void> {
-    const deadline = Date.now() + ms;
-    while (!predicate()) {
-      const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.min(left, 100));
-        this.waiters.push(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-    }
+    await expect.poll(predicate, { timeout: ms, interval: 20, message: `waiting for ${what}` }).toBe(true);
   }
 
   close(): void {

@@ -1,5 +1,6 @@
 import { expect } from 'vitest';
 import type { Client, Reply, TestApp } from './app.js';
+import { uniq } from './names.js';
 
 // Helpers for the /system/tenant-api suites. Everything goes through HTTP;
 // only tenantRow() reads the raw table (to see logically deleted rows).
@@ -73,10 +74,6 @@ export const DTO_KEYS = [
   'updateTime',
 ].sort();
 
-let seq = 0;
-/** A name no other test (or earlier run on a shared server) uses. */
-export const uniq = (prefix = 'T') => `${prefix}-${++seq}-${Math.random().toString(36).slice(2, 8)}`;
-
 export const PASSWORD = 'tenant-pass-1';
 
 /** The four required fields, with a fresh companyName. */
@@ -110,18 +107,35 @@ export async function createTenant(as: Client, extra: Record<string, unknown> = 
   return readTenant(reader, locationId(res));
 }
 
-export interface Provisioned {
+export interface TenantWithAdmin {
   tenant: TenantDto;
+  /** The tenant's code, tenant.tenantId. */
+  tenantId: string;
+  /** The root department the tenant was created with. */
+  rootDeptId: number;
+  /** The tenant's first admin, signed in. */
   admin: Client;
   username: string;
   password: string;
 }
 
-/** A tenant created with username+password, and its new admin signed in. */
-export async function provisionTenant(t: TestApp, as: Client, extra: Record<string, unknown> = {}): Promise<Provisioned> {
-  const username = `adm_${Math.random().toString(36).slice(2, 10)}`;
-  const tenant = await createTenant(as, { username, password: PASSWORD, ...extra }, t.root);
-  return { tenant, admin: await t.login(tenant.tenantId, username, PASSWORD), username, password: PASSWORD };
+/**
+ * A tenant made by `as` (the superadmin unless told; an admin's tenant hangs
+ * under the admin's own) with a first admin of a name of its own (so an actor
+ * recorded as it is told apart from the superadmin, also called admin), that
+ * admin signed in, and its root department. `extra` adds to or replaces the
+ * create body's fields (username and password included).
+ */
+export async function createTenantWithAdmin(t: TestApp, as: Client = t.root, extra: Record<string, unknown> = {}): Promise<TenantWithAdmin> {
+  // No underscore or percent sign: the audit list's tests search for them as literal text in user names.
+  const body = { username: `adm${Math.random().toString(36).slice(2, 10)}`, password: PASSWORD, ...extra };
+  const username = String(body.username);
+  const password = String(body.password);
+  const tenant = await createTenant(as, body, t.root);
+  const admin = await t.login(tenant.tenantId, username, password);
+  const depts = await admin.get('/system/dept-api/list?parentId=0');
+  expect(depts.status, JSON.stringify(depts.body)).toBe(200);
+  return { tenant, tenantId: tenant.tenantId, rootDeptId: depts.body.data[0].deptId as number, admin, username, password };
 }
 
 /** The DTO's writable part, as a PUT body (audit fields left out). */
@@ -149,15 +163,4 @@ export function dayFromToday(days: number): string {
   d.setDate(d.getDate() + days);
   const pad = (n: number) => String(n).padStart(2, '0');
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}`;
-}
-
-/** Polls every 200 ms for up to 5 s until `check` holds; returns the last value. */
-export async function eventually<T>(probe: () => Promise<T>, check: (value: T) => boolean, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let value = await probe();
-  while (!check(value) && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    value = await probe();
-  }
-  return value;
 }

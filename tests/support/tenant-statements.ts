@@ -1,6 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import postgres from 'postgres';
 import { recordedStatements } from './statement-log.js';
+import { DISTRIBUTED_TABLES, REFERENCE_TABLES } from '../../src/db/citus.js';
 
 // The tenant-filter check (docs/scale-out.md#the-check): every statement the
 // app sends that reads or writes a tenant-owned table must touch one tenant
@@ -30,37 +31,14 @@ import { recordedStatements } from './statement-log.js';
 // take) unless it is transaction control, and a call of one of our own
 // functions, whose statements a plan does not show.
 
-/** Tables with one row set per tenant, `tenant_id` leading their keys: distributed by tenant_id under Citus. */
-const TENANT_OWNED = [
-  'sys_dept',
-  'sys_user',
-  'auth_session',
-  'login_lock',
-  'audit_log',
-  'dept_chart_version',
-  'webhook_endpoint',
-  'webhook_delivery',
-  'sys_api_key',
-  'sso_connection',
-  'sso_link',
-  'sso_attempt',
-  'sso_code',
-  'sso_policy',
-  'quota_usage',
-  'quota_consumption',
-  'quota_idempotency',
-] as const;
-/** Small or global tables, read-mostly: reference tables (or coordinator-local) under Citus. */
-const REFERENCE = [
-  'sys_tenant',
-  'sys_package',
-  'sys_tenant_name_gram',
-  'sys_tenant_list_version',
-  'app_setting',
-  'audit_feed',
-  'audit_time_block',
-  'schema_migrations',
-] as const;
+/**
+ * Tables with one row set per tenant, `tenant_id` leading their keys: the ones
+ * the service distributes by tenant_id on Citus (src/db/citus.ts), so the
+ * check and the cluster agree on what each table is.
+ */
+const TENANT_OWNED = DISTRIBUTED_TABLES;
+/** Small or global tables, read-mostly: the reference tables on Citus, and the coordinator's own migrations table. */
+const REFERENCE = [...REFERENCE_TABLES, 'schema_migrations'] as const;
 
 /** Our functions a statement may call: they touch no tenant-owned table. Any other of ours fails the statement. */
 const HARMLESS_FUNCTIONS: Record<string, string> = {
@@ -334,20 +312,22 @@ const SUBTREE =
  */
 export const ALLOWLIST: readonly Allowed[] = [
   {
-    statement: /^SELECT audit_assign_positions\(\$1\)::text AS last$/,
-    reason: "the audit sequencer (src/audit/audit.feed.ts): one feed order over all tenants, so it numbers every tenant's new records",
+    statement:
+      /^(SELECT EXISTS \(SELECT 1 FROM audit_log WHERE position IS NULL\) OR \(SELECT assigned_position|SELECT tenant_id AS "tenantId", seq::text AS seq FROM audit_log WHERE position IS NULL ORDER BY seq LIMIT|WITH placed AS \( UPDATE audit_log a SET position = v\.position FROM unnest\()/,
+    unpinned: ['audit_log'],
+    reason:
+      "the audit sequencer (src/audit/audit.sequencer.ts assignPositions): one feed order over all tenants, so it numbers every tenant's new records",
   },
   {
     statement:
-      /^DELETE FROM audit_log WHERE seq IN \( SELECT seq FROM audit_log WHERE time < now\(\) - make_interval\(days => \$1\) AND position IS NOT NULL/,
+      /^DELETE FROM audit_log WHERE \(tenant_id, seq\) IN \( SELECT tenant_id, seq FROM audit_log WHERE time < now\(\) - make_interval\(days => \$1\) AND position IS NOT NULL/,
     unpinned: ['audit_log'],
     reason: "the audit retention purge (src/audit/audit.sql.ts purgeAudit): deletes every tenant's records past their age",
   },
   {
-    statement:
-      /^DELETE FROM audit_time_block b WHERE b\.max_time < now\(\) - make_interval\(days => \$1\) AND NOT EXISTS \( ?SELECT 1 FROM audit_log a WHERE a\.position >= /,
+    statement: /^SELECT DISTINCT \(a\.position \/ \$1\)::text AS block FROM audit_log a WHERE a\.position >= /,
     unpinned: ['audit_log'],
-    reason: "the same purge's end: drops the time window's position blocks left without a record, whichever tenants' records they held",
+    reason: "the same purge's end: which old position blocks of the time window still hold a record, whichever tenants' records they hold",
   },
   {
     statement:
@@ -394,6 +374,13 @@ export const ALLOWLIST: readonly Allowed[] = [
   },
   {
     statement:
+      /^SELECT (count\(\*\) AS total|c\.connection_id AS "id", .*) FROM sso_connection c JOIN sys_tenant t ON t\.tenant_id = c\.tenant_id WHERE /,
+    unpinned: ['sso_connection'],
+    reason:
+      'the SSO connection list of an admin (its tenant and those below, src/identity/scope.ts) or a superadmin (every tenant) without tenantId (src/sso/sso.sql.ts listConnections): what the caller manages, by design',
+  },
+  {
+    statement:
       /^SELECT \(SELECT count\(\*\) FROM audit_log WHERE position IS NULL\) AS unsequenced, \(SELECT last_position FROM audit_feed WHERE id = 1\) AS last_position$/,
     unpinned: ['audit_log'],
     reason: "the audit feed's backlog for the metrics (src/audit/audit.sql.ts feedBacklog): the records of every tenant still waiting for a position",
@@ -406,7 +393,7 @@ export const ALLOWLIST: readonly Allowed[] = [
       "the webhook workers' claim (src/webhooks/webhook.delivery.sql.ts claimDue): any node delivers for every tenant, so it looks for due endpoints of all",
   },
   {
-    statement: /FROM webhook_endpoint c, audit_log a WHERE c\.tenant_id = \$\d+ AND c\.endpoint_id = \$\d+ AND a\.position > \$\d+::bigint/,
+    statement: /FROM audit_log a WHERE a\.position > \$\d+::bigint AND "a"\.position <= \$\d+::bigint AND \(\$\d+::text = \$\d+ OR /,
     unpinned: ['audit_log'],
     reason:
       "a webhook endpoint's pending records (src/webhooks/webhook.delivery.sql.ts pendingRecords): its tenant's and those below, like the audit list",
@@ -416,14 +403,7 @@ export const ALLOWLIST: readonly Allowed[] = [
       /^(UPDATE webhook_endpoint c SET cursor = f\.last_position FROM audit_feed f|SELECT c\.tenant_id AS "tenantId", c\.endpoint_id::int AS id(, c\.failures,|, c\.cursor::text AS cursor FROM webhook_endpoint c WHERE c\.status = '0' AND c\.cursor \+ 1 <)|^SELECT min\(position\)::text AS oldest FROM audit_log WHERE position IS NOT NULL$)/,
     unpinned: ['webhook_endpoint', 'audit_log'],
     reason:
-      'webhook maintenance and metrics over every endpoint, and the oldest retained record (src/webhooks/webhook.maintenance.sql.ts catchUpIdle, expiredCursors, backlogs, oldestRetained)',
-  },
-  {
-    statement:
-      /^UPDATE webhook_endpoint SET cursor = GREATEST\(\$1::bigint, COALESCE\(\(SELECT min\(r\.position\) - 1 FROM audit_log r WHERE r\.position IS NOT NULL\)/,
-    unpinned: ['audit_log'],
-    reason:
-      'a webhook replay (src/webhooks/webhook.sql.ts replayFrom): starts no earlier than the oldest record retention kept, of any tenant (positions are one sequence)',
+      'webhook maintenance and metrics over every endpoint, and the oldest retained record (src/webhooks/webhook.maintenance.sql.ts catchUpIdle, expiredCursors, backlogs, oldestRetained; a replay starts no earlier than it, src/webhooks/webhook.sql.ts replayFrom)',
   },
   {
     statement:
@@ -444,7 +424,7 @@ async function unclassifiedTables(sql: postgres.Sql): Promise<string[]> {
     FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p', 'v', 'm')`;
   const known = new Set<string>([...TENANT_OWNED, ...REFERENCE]);
   return [
-    ...tables.filter((t) => !known.has(t.name)).map((t) => `table ${t.name} is neither in TENANT_OWNED nor in REFERENCE`),
+    ...tables.filter((t) => !known.has(t.name)).map((t) => `table ${t.name} is neither distributed nor a reference table in src/db/citus.ts`),
     ...tables
       .filter((t) => (TENANT_OWNED as readonly string[]).includes(t.name) && !t.tenantColumn)
       .map((t) => `tenant-owned table ${t.name} has no tenant_id`),

@@ -4,6 +4,7 @@ import { openEmbedded, type Database, type Sql } from '../../src/db/database.js'
 import type { Deadline } from '../../src/db/deadline.js';
 import type { ExchangeObserver } from '../../src/db/exchange.observer.js';
 import { openFreshPostgres } from './fresh-postgres.js';
+import { setCitus } from '../../src/db/citus.js';
 import { recordedPool } from './statement-log.js';
 
 export interface TestDatabase extends Database {
@@ -38,6 +39,12 @@ export interface TestDatabase extends Database {
  * migrations, the bootstrap or a first start. Under TEST_POOLER_URL the pools
  * go through the pooler and `direct` to the server (docs/testing.md#through-pgbouncer).
  */
+/** The Citus pass's nodes (TEST_CITUS_URL), coordinator first; undefined on any other database. */
+export function citusNodesOfRun(): string[] | undefined {
+  const nodes = inject('citusNodes');
+  return nodes ? (JSON.parse(nodes) as string[]) : undefined;
+}
+
 export async function openTestDatabase(options: { empty?: boolean } = {}): Promise<TestDatabase> {
   const serverUrl = inject('databaseUrl');
   const kind = inject('databaseKind');
@@ -49,6 +56,9 @@ export async function openTestDatabase(options: { empty?: boolean } = {}): Promi
   }
   const template = options.empty ? undefined : inject('templateDatabase');
   const recorded = recordedPool();
-  const db = await openFreshPostgres(serverUrl, 'test', 20, template || undefined, inject('poolerUrl') || undefined, recorded);
+  const nodes = citusNodesOfRun();
+  // The code under test knows it is on Citus as the service does after its start (src/main.ts).
+  setCitus(nodes !== undefined);
+  const db = await openFreshPostgres(serverUrl, 'test', 20, template || undefined, inject('poolerUrl') || undefined, recorded, nodes);
   return { ...db, connectAgain: (poolSize) => db.connectAgain(poolSize, recorded), kind };
 }

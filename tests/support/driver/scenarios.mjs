@@ -130,7 +130,7 @@ const scenarios = {
       codeOf,
     );
     await sleep(300);
-    await admin`SELECT pg_terminate_backend(${pid})`;
+    await admin`SELECT pg_terminate_backend(${pid}::int)`;
     step('terminated statement', await running);
     step('next query', await sql`SELECT 1 AS one, 2 AS two`.then((rows) => JSON.stringify(rows), codeOf));
     await admin.end();
@@ -235,6 +235,34 @@ const scenarios = {
     await direct.end();
     step('pool', 'ended');
     process.exit(0);
+  },
+
+  /**
+   * query-hook: a query's onexecute is called as it is executed and what it returns as it settles,
+   * with null or the error; a query only interpolated into another is never executed, so never
+   * reported. Unpatched, nothing calls it: a tracer could only replace the query's own methods.
+   */
+  async 'query-hook'() {
+    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    const seen = [];
+    const observe = (query, name) => {
+      query.onexecute = (executed) => {
+        seen.push(`${name} executed${executed === query ? '' : ' (another query)'}`);
+        return (error) => seen.push(`${name} ${error === null ? 'answered' : `failed ${error.code}`}`);
+      };
+      return query;
+    };
+    const fragment = observe(sql`2`, 'fragment');
+    const [{ two }] = await observe(sql`SELECT ${fragment}::int AS two`, 'outer');
+    // Two executions of one query object: reported once.
+    const twice = observe(sql`SELECT 1`, 'twice');
+    await twice;
+    await twice;
+    const failed = await observe(sql`SELECT 1/0`, 'division').then(() => 'answered', codeOf);
+    await sql.begin((tx) => observe(tx`SELECT 3`, 'in a transaction'));
+    step('answers', `${two}, ${failed}`);
+    step('reported', seen.join(', ') || 'nothing');
+    await ending(sql);
   },
 
   /**

@@ -1,25 +1,26 @@
 import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from './config.js';
-import { openEmbedded, openPostgres, type Database } from './db/database.js';
-import { DataDirBusyError } from './db/data-dir.lock.js';
-import { waitForDatabase } from './db/startup.js';
-import { hashPassword, randomPassword } from './auth/password.js';
-import { clearLoginFailures, revokeUserSessions } from './auth/auth.sql.js';
-import { PLATFORM_TENANT } from './identity/roles.js';
-import { transaction } from './db/retry.js';
+import { ConfigError, loadConfig } from '../config.js';
+import { openEmbedded, openPostgres, type Database } from '../db/database.js';
+import { waitForDatabase } from '../db/startup.js';
+import { hashPassword, randomPassword } from '../auth/password.js';
+import { clearLoginFailures, revokeUserSessions } from '../auth/auth.sql.js';
+import { PLATFORM_TENANT } from '../identity/roles.js';
+import { transaction } from '../db/retry.js';
 
 /**
- * docs/operations.md: resets a lost password. `npm run reset-password` resets the
- * platform `admin`; `-- --tenant 100001 --user alice` any tenant's user. The
+ * docs/operations.md#password-reset: resets a lost password. `dept-tenant reset-password`
+ * (or `npm run reset-password`) resets the platform `admin`; `--tenant 100001 --user alice`
+ * any tenant's user. The
  * new password comes from NEW_PASSWORD, or is generated and printed. In the
  * same transaction the user's sessions are revoked and its login lockout is
  * cleared. It uses the service's configuration (DATABASE_URL or DATA_DIR);
  * on the embedded database it needs the data directory to itself, so it
  * refuses while the service runs there.
  */
-async function main(): Promise<number> {
+export async function run(args: string[]): Promise<number> {
   const { values } = parseArgs({
+    args,
     options: { tenant: { type: 'string', default: PLATFORM_TENANT }, user: { type: 'string', default: 'admin' } },
   });
   const tenantId = values.tenant;
@@ -59,15 +60,3 @@ async function main(): Promise<number> {
     await db.close();
   }
 }
-
-main().then(
-  (code) => process.exit(code),
-  (err) => {
-    if (err instanceof DataDirBusyError) {
-      console.error(`${err.message}. Stop the service first, then run this again.`);
-      process.exit(73);
-    }
-    console.error('Password reset failed:', err instanceof Error ? err.message : err);
-    process.exit(1);
-  },
-);
