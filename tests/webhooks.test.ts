@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { buildTestApp, createUserAndLogin, type Client, type TestApp } from './support/app.js';
 import { createTenantWithAdmin, readTenant, writable } from './support/tenant-fixtures.js';
@@ -503,21 +503,35 @@ describe('test, replay, rotation, log', () => {
     // The first attempt fails at once; the retries are held past the timeout, so the endpoint stays failing (not yet disabled) for seconds.
     receiver.answer = (r) => (r.path === h.path ? (at(h.path).length === 1 ? { status: 500 } : { status: 204, delayMs: 5000 }) : previous(r));
     try {
-      await dept(t.root, 'Metric 1');
+      const made = await dept(t.root, 'Metric 1');
+      // When its record was written, to the microsecond (the API shows seconds).
+      const [row] = await t.sql<{ written: number }[]>`
+        SELECT extract(epoch FROM time)::float8 * 1000 AS written FROM audit_log
+        WHERE tenant_id = '000000' AND action = 'dept.create' AND entity_id = ${String(made)}`;
+      const written = row!.written;
       // A scrape reads what the database holds now: watched, not read once, since the failure is recorded after the answer.
-      const scraped = () => t.app.metrics.metrics();
-      await expect
-        .poll(scraped, { timeout: 30_000, interval: 100 })
-        .toMatch(new RegExp(`^webhook_endpoint_failures\\{tenant_id="000000",endpoint="${h.id}"\\} [1-9]`, 'm'));
-      const text = await scraped();
-      expect(text).toMatch(new RegExp(`^webhook_endpoint_backlog\\{tenant_id="000000",endpoint="${h.id}"\\} [1-9]`, 'm'));
-      // The lag is the age of the oldest record waiting: it grows with the clock while the endpoint stays blocked.
-      const lag = (scrape: string) =>
-        Number(new RegExp(`^webhook_endpoint_lag_seconds\\{tenant_id="000000",endpoint="${h.id}"\\} (\\S+)$`, 'm').exec(scrape)?.[1]);
-      const first = lag(text);
-      expect(first).toBeGreaterThan(0);
-      await new Promise((r) => setTimeout(r, 1100));
-      expect(lag(await scraped())).toBeGreaterThanOrEqual(first + 1);
+      // Every figure is taken from one scrape that answered (a scrape whose read missed its second has no endpoint lines).
+      const gauge = (scrape: string, name: string) =>
+        Number(new RegExp(`^webhook_endpoint_${name}\\{tenant_id="000000",endpoint="${h.id}"\\} (\\S+)$`, 'm').exec(scrape)?.[1]);
+      const scrape = async () => {
+        const from = Date.now();
+        const text = await t.app.metrics.metrics();
+        return { text, from, to: Date.now() };
+      };
+      const failing = await vi.waitFor(
+        async () => {
+          const s = await scrape();
+          expect(gauge(s.text, 'failures')).toBeGreaterThanOrEqual(1);
+          return s;
+        },
+        { timeout: 30_000, interval: 100 },
+      );
+      expect(gauge(failing.text, 'backlog')).toBeGreaterThanOrEqual(1);
+      // The lag is the age of the oldest record waiting, here the one the endpoint is blocked on, by the clock of the scrape.
+      const lag = gauge(failing.text, 'lag_seconds');
+      expect(lag).toBeGreaterThanOrEqual((failing.from - written) / 1000 - 0.05);
+      expect(lag).toBeLessThanOrEqual((failing.to - written) / 1000 + 0.05);
+      const text = failing.text;
       expect(text).toMatch(/^webhook_attempts_failed_total [1-9]/m);
       expect(text).toMatch(/^webhook_attempts_delivered_total [1-9]/m);
     } finally {

@@ -107,7 +107,15 @@ export async function expiredEach(sql: Db): Promise<Pick<ClaimedEndpoint, 'tenan
   );
 }
 
-/** backlogs on Citus: each enabled endpoint's waiting records and lag, read by value. */
+/** Endpoints whose backlog one scrape reads at once: a few of the pool's connections, never all of them. */
+const BACKLOG_READS_AT_ONCE = 4;
+
+/**
+ * backlogs on Citus: each enabled endpoint's waiting records and lag, read by
+ * value. Each endpoint's read is a statement over every shard; a scrape waits
+ * a second at most (src/metrics/scrape.read.ts), so they run a few at a time
+ * rather than one after another.
+ */
 export async function backlogEach(sql: Db, cap: number): Promise<{ tenantId: string; id: number; backlog: number; failures: number; lag: number }[]> {
   const endpoints = await acrossTenants(
     sql,
@@ -115,8 +123,7 @@ export async function backlogEach(sql: Db, cap: number): Promise<{ tenantId: str
     SELECT c.tenant_id AS "tenantId", c.endpoint_id::int AS id, c.cursor::text AS cursor, c.events, c.failures
     FROM webhook_endpoint c WHERE c.status = '0' ORDER BY c.tenant_id, c.endpoint_id`,
   );
-  const out = [];
-  for (const c of endpoints) {
+  const backlogOf = async (c: Candidate & { failures: number }) => {
     const [row] = await acrossTenants(
       sql,
       (db) => db<{ backlog: number; lag: number }[]>`
@@ -124,7 +131,11 @@ export async function backlogEach(sql: Db, cap: number): Promise<{ tenantId: str
         SELECT a.time FROM audit_log a WHERE a.position > ${c.cursor}::bigint AND ${receives(db, c)}
         ORDER BY a.position LIMIT ${cap}) p`,
     );
-    out.push({ tenantId: c.tenantId, id: c.id, backlog: row!.backlog, failures: c.failures, lag: row!.lag });
+    return { tenantId: c.tenantId, id: c.id, backlog: row!.backlog, failures: c.failures, lag: row!.lag };
+  };
+  const out = [];
+  for (let i = 0; i < endpoints.length; i += BACKLOG_READS_AT_ONCE) {
+    out.push(...(await Promise.all(endpoints.slice(i, i + BACKLOG_READS_AT_ONCE).map(backlogOf))));
   }
   return out;
 }
