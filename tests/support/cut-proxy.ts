@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createCitusDatabase, dropCitusDatabase } from './citus-cluster.js';
+import { setCitus } from '../../src/db/citus.js';
 import { citusNodesOfRun } from './test-database.js';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import postgres from 'postgres';
@@ -240,6 +241,9 @@ export async function cutDatabase(serverUrl: string, template: string, prefix: s
   // The name is ours (prefix + hex), never input.
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   const nodes = citusNodesOfRun();
+  // The code under test knows it is on Citus as the service does after its start (as openTestDatabase sets it):
+  // a test file that opens no other database must not rely on one run before it in the same worker.
+  setCitus(nodes !== undefined);
   if (nodes) await createCitusDatabase(nodes, name, template);
   else await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${template}`);
   const direct = new URL(serverUrl);
