@@ -62,8 +62,14 @@ export const REFERENCE_TABLES = [
  * transaction, where transaction()'s own `jit off` does not reach) for
  * 600 ms that then ran in 40 ms, while it held the counter's row: 25
  * concurrent consumes of one counter ran past the statement deadline.
+ * And one connection per worker for a statement over several shards: the
+ * service's are many small ones (the sequencer's check, a superadmin's
+ * page), run by many requests at once; Citus's default opened more
+ * connections to each worker for each of them (and closed them after, past
+ * the one it caches), which under 16 concurrent callers cut such statements
+ * to a third of what one connection each ran (docs/scale-out.md#what-it-costs).
  */
-export const ROUTER_ONLY = { 'citus.multi_task_query_log_level': 'error', jit: 'off' } as const;
+export const ROUTER_ONLY = { 'citus.multi_task_query_log_level': 'error', jit: 'off', 'citus.max_adaptive_executor_pool_size': '1' } as const;
 
 /** Whether this database is a Citus coordinator's (its `citus` extension is installed). */
 export async function isCitus(sql: Db): Promise<boolean> {
