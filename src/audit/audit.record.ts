@@ -157,11 +157,22 @@ export function diffSql(db: Db, recorded: Recorded, before: string, after: strin
  * tenant's.
  */
 export function auditRecords(db: Db, actor: Actor, action: AuditAction, entityType: EntityType, source: Fragment) {
-  return db`, audit_records AS (
+  return db`, audit_records AS (${auditRecordsStatement(db, actor, action, entityType, source)})`;
+}
+
+/**
+ * auditRecords as a statement of its own, for a write that runs one
+ * statement per table (createDept on Citus, which runs a statement whose
+ * CTEs write as several, each CTE's rows kept on the coordinator in
+ * between: docs/scale-out.md#what-it-costs). `source` reads the changed row
+ * from the values the change's own statement returned.
+ */
+export function auditRecordsStatement(db: Db, actor: Actor, action: AuditAction, entityType: EntityType, source: Fragment) {
+  return db`
     INSERT INTO audit_log (tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, request_id, ip, changes)
     SELECT ${actor.tenantId}, ${actor.userName}, ${actor.userTenantId ?? actor.tenantId}, ${action}, ${entityType},
            r.entity_id::text, ${actor.requestId ?? null}, ${actor.ip ?? null}, r.changes
-    FROM (${source}) AS r(entity_id, changes))`;
+    FROM (${source}) AS r(entity_id, changes)`;
 }
 
 /**

@@ -40,10 +40,15 @@ export interface Chart {
  * SQL must add the same (docs/operations.md).
  */
 export function chartBump(db: Db, tenantId: string) {
-  return db`, chart_bump AS (
+  return db`, chart_bump AS (${chartBumpStatement(db, tenantId)})`;
+}
+
+/** chartBump as a statement of its own, for a write that runs one statement per table (createDept on Citus). */
+export function chartBumpStatement(db: Db, tenantId: string) {
+  return db`
     INSERT INTO dept_chart_version AS v (tenant_id, slot, version)
     VALUES (${tenantId}, pg_backend_pid() % 64, nextval('dept_chart_version_seq'))
-    ON CONFLICT (tenant_id, slot) DO UPDATE SET version = excluded.version)`;
+    ON CONFLICT (tenant_id, slot) DO UPDATE SET version = excluded.version`;
 }
 
 /**
