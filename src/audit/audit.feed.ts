@@ -44,7 +44,10 @@ export class AuditFeed {
   private readonly emitter: EventEmitter;
   private scheduled: NodeJS.Timeout | null = null;
   private readonly runs = coalesced(
-    () => this.sequence(),
+    async () => {
+      const last = await assignPositions(this.sql);
+      if (last !== null) this.emitter.emit('positions');
+    },
     // The next write or feed read sequences again; nothing is lost.
     (err) => this.log.warn({ err }, 'audit sequencer run failed'),
   );
@@ -73,10 +76,14 @@ export class AuditFeed {
     return () => this.emitter.off('positions', fn);
   }
 
-  /** Positions everything committed so far, and announces it. Awaited by feed reads. */
-  async sequence(): Promise<void> {
-    const last = await assignPositions(this.sql);
-    if (last !== null) this.emitter.emit('positions');
+  /**
+   * Positions everything committed so far, and announces it. Awaited by feed
+   * reads: readers that come together share one run that began after they
+   * came (coalesced's whenRun), where each ran its own, which on Citus is a
+   * statement over every shard per read (docs/scale-out.md#what-it-costs).
+   */
+  sequence(): Promise<void> {
+    return this.runs.whenRun();
   }
 
   /** After a write: sequence soon, in the background; kicks close together share one run. */
