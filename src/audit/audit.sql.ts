@@ -153,8 +153,9 @@ export async function listAudit(
         descending: true,
         from,
         row: (k) => sql`SELECT ${recordColumns(sql)} FROM audit_log a WHERE a.position = ${k}`,
-        rowsOf: (keys) =>
-          sql`SELECT a.position::text AS "pageKey", ${recordColumns(sql)} FROM audit_log a WHERE a.position = ANY (${keys}::bigint[])`,
+        shardKey: sql`a.tenant_id`,
+        rowsOf: (keys, tenants) => sql`SELECT a.position::text AS "pageKey", ${recordColumns(sql)} FROM audit_log a
+          WHERE ${tenants ? sql`a.tenant_id = ANY (${tenants}) AND` : sql``} a.position = ANY (${keys}::bigint[])`,
         ...(pageKeys && { pageKeys }),
       },
       query,

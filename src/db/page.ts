@@ -132,9 +132,12 @@ export async function keyedPageOf<T extends object>(
     /**
      * The rows of the keys `keys` (an array), each with its key as "pageKey", in any order: for a list of a
      * distributed table on Citus, which joins no lateral subquery of it to the keys; there the page's keys and
-     * its rows are read by two statements.
+     * its rows are read by two statements. `shards`, when known, is an array of the rows' `shardKey` values,
+     * for rowsOf to name so that Citus reads only their shards.
      */
-    rowsOf?: (keys: Fragment) => Fragment;
+    rowsOf?: (keys: Fragment, shards: Fragment | undefined) => Fragment;
+    /** The distribution column of the rows (on Citus): read beside the keys on the first pages, for rowsOf. */
+    shardKey?: Fragment;
   },
   page: PageQuery,
 ): Promise<{ total: number; totalExact: boolean; rows: T[] }> {
@@ -159,7 +162,11 @@ export async function keyedPageOf<T extends object>(
         (array_agg(k ORDER BY k ${direction}))[1:${page.pageSize}] AS keys
       FROM (SELECT ${query.key} AS k FROM ${query.from(bound + 1)} ORDER BY ${query.key} ${direction} LIMIT ${bound + 1 - offset} OFFSET ${offset}) walked`;
   }
-  if (query.rowsOf && isOnCitus()) return keysThenRows(sql, tail, query.from, query.rowsOf, page, bound);
+  if (query.rowsOf && isOnCitus()) {
+    const firstPages = !query.pageKeys && bound === EXACT_TOTAL_UP_TO && query.shardKey !== undefined;
+    const walk = firstPages ? firstPagesWalk(sql, query, bound) : sql`SELECT t.counted, t.keys::text[] AS keys FROM (${tail}) t`;
+    return keysThenRows(sql, walk, query.from, query.rowsOf, page, bound);
+  }
   const found = await sql<({ pageCounted: number | null; pageKeyIndex: number | null } & T)[]>`
     SELECT tail.counted AS "pageCounted", o.i AS "pageKeyIndex", r.*
     FROM (${tail}) tail
@@ -172,20 +179,48 @@ export async function keyedPageOf<T extends object>(
   return counted > bound ? { total: bound, totalExact: false, rows } : { total: counted, totalExact: true, rows };
 }
 
-/** keyedPageOf on Citus: the page's keys (`tail`), then their rows by key, put in the keys' order here. */
+/**
+ * The first pages' walk on Citus, as a statement of its own: the first
+ * bound + 1 keys, each with its shard key. Citus runs it as one query over
+ * the shards, each giving its first bound + 1 in order (the LIMIT pushed down
+ * to them), where the same walk as a subquery of the count was run first
+ * into an intermediate result and read from there (docs/scale-out.md#what-it-costs).
+ */
+function firstPagesWalk(sql: Db, query: { key: Fragment; descending?: boolean; from: (n: number) => Fragment; shardKey?: Fragment }, bound: number) {
+  return sql`
+    SELECT ${query.key}::text AS k, ${query.shardKey!}::text AS s FROM ${query.from(bound + 1)}
+    ORDER BY ${query.key} ${query.descending ? sql`DESC` : sql`ASC`} LIMIT ${rowLimit(sql, bound + 1)}`;
+}
+
+/**
+ * keyedPageOf on Citus: the page's keys, then their rows by key, put in the
+ * keys' order here. `walk` is either the tail (one row: counted and keys) or
+ * firstPagesWalk (a row per key walked, counted here, the page sliced here).
+ */
 async function keysThenRows<T extends object>(
   sql: Db,
-  tail: Fragment,
+  walk: Fragment,
   from: (n: number) => Fragment,
-  rowsOf: (keys: Fragment) => Fragment,
+  rowsOf: (keys: Fragment, shards: Fragment | undefined) => Fragment,
   page: PageQuery,
   bound: number,
 ): Promise<{ total: number; totalExact: boolean; rows: T[] }> {
-  const [head] = await sql<{ counted: number | null; keys: string[] | null }[]>`SELECT t.counted, t.keys::text[] AS keys FROM (${tail}) t`;
-  if (head!.counted === null) return { ...(await countUpTo(sql, from, page)), rows: [] };
-  const keys = head!.keys ?? [];
-  const found = keys.length === 0 ? [] : await sql<({ pageKey: string } & T)[]>`${rowsOf(sql`${keys}::text[]`)}`;
+  const read = await sql<{ counted?: number | null; keys?: string[] | null; k?: string; s?: string }[]>`${walk}`;
+  let counted: number | null;
+  let keys: string[];
+  let shards: string[] | undefined;
+  if (read.length > 0 && read[0]!.k !== undefined) {
+    const offset = (page.pageNum - 1) * page.pageSize;
+    const onPage = read.slice(offset, offset + page.pageSize);
+    [counted, keys, shards] = [read.length, onPage.map((r) => r.k!), [...new Set(onPage.map((r) => r.s!))]];
+  } else if (read.length === 0) {
+    [counted, keys] = [0, []];
+  } else {
+    [counted, keys] = [read[0]!.counted ?? null, read[0]!.keys ?? []];
+  }
+  if (counted === null) return { ...(await countUpTo(sql, from, page)), rows: [] };
+  const found = keys.length === 0 ? [] : await sql<({ pageKey: string } & T)[]>`${rowsOf(sql`${keys}::text[]`, shards && sql`${shards}::text[]`)}`;
   const byKey = new Map(found.map(({ pageKey, ...row }) => [String(pageKey), row as unknown as T]));
   const rows = keys.flatMap((k) => (byKey.has(k) ? [byKey.get(k)!] : []));
-  return head!.counted > bound ? { total: bound, totalExact: false, rows } : { total: head!.counted, totalExact: true, rows };
+  return counted > bound ? { total: bound, totalExact: false, rows } : { total: counted, totalExact: true, rows };
 }
