@@ -135,7 +135,7 @@ export async function keyedPageOf<T extends object>(
      * its rows are read by two statements. `shards`, when known, is an array of the rows' `shardKey` values,
      * for rowsOf to name so that Citus reads only their shards.
      */
-    rowsOf?: (keys: Fragment, shards: Fragment | undefined) => Fragment;
+    rowsOf?: RowsOf;
     /** The distribution column of the rows (on Citus): read beside the keys on the first pages, for rowsOf. */
     shardKey?: Fragment;
   },
@@ -144,6 +144,9 @@ export async function keyedPageOf<T extends object>(
   const bound = countBound(page);
   const offset = (page.pageNum - 1) * page.pageSize;
   const direction = query.descending ? sql`DESC` : sql`ASC`;
+  if (query.rowsOf && query.shardKey && isOnCitus() && !query.pageKeys && bound === EXACT_TOTAL_UP_TO) {
+    return firstPagesThenRows(sql, query as typeof query & Required<Pick<typeof query, 'rowsOf' | 'shardKey'>>, page, bound);
+  }
   // `counted`: the rows counted from the start up to the bound + 1, or null where the walk began past the end of
   // the list (a deep OFFSET that found nothing: how many there are is counted apart); `keys`: the page's keys, in order.
   let tail: Fragment;
@@ -162,11 +165,7 @@ export async function keyedPageOf<T extends object>(
         (array_agg(k ORDER BY k ${direction}))[1:${page.pageSize}] AS keys
       FROM (SELECT ${query.key} AS k FROM ${query.from(bound + 1)} ORDER BY ${query.key} ${direction} LIMIT ${bound + 1 - offset} OFFSET ${offset}) walked`;
   }
-  if (query.rowsOf && isOnCitus()) {
-    const firstPages = !query.pageKeys && bound === EXACT_TOTAL_UP_TO && query.shardKey !== undefined;
-    const walk = firstPages ? firstPagesWalk(sql, query, bound) : sql`SELECT t.counted, t.keys::text[] AS keys FROM (${tail}) t`;
-    return keysThenRows(sql, walk, query.from, query.rowsOf, page, bound);
-  }
+  if (query.rowsOf && isOnCitus()) return keysThenRows(sql, tail, query.from, query.rowsOf, page, bound);
   const found = await sql<({ pageCounted: number | null; pageKeyIndex: number | null } & T)[]>`
     SELECT tail.counted AS "pageCounted", o.i AS "pageKeyIndex", r.*
     FROM (${tail}) tail
@@ -179,48 +178,55 @@ export async function keyedPageOf<T extends object>(
   return counted > bound ? { total: bound, totalExact: false, rows } : { total: counted, totalExact: true, rows };
 }
 
-/**
- * The first pages' walk on Citus, as a statement of its own: the first
- * bound + 1 keys, each with its shard key. Citus runs it as one query over
- * the shards, each giving its first bound + 1 in order (the LIMIT pushed down
- * to them), where the same walk as a subquery of the count was run first
- * into an intermediate result and read from there (docs/scale-out.md#what-it-costs).
- */
-function firstPagesWalk(sql: Db, query: { key: Fragment; descending?: boolean; from: (n: number) => Fragment; shardKey?: Fragment }, bound: number) {
-  return sql`
-    SELECT ${query.key}::text AS k, ${query.shardKey!}::text AS s FROM ${query.from(bound + 1)}
-    ORDER BY ${query.key} ${query.descending ? sql`DESC` : sql`ASC`} LIMIT ${rowLimit(sql, bound + 1)}`;
-}
+type RowsOf = (keys: Fragment, shards: Fragment | undefined) => Fragment;
 
 /**
- * keyedPageOf on Citus: the page's keys, then their rows by key, put in the
- * keys' order here. `walk` is either the tail (one row: counted and keys) or
- * firstPagesWalk (a row per key walked, counted here, the page sliced here).
+ * keyedPageOf's first pages on Citus: the walk as a statement of its own,
+ * the first bound + 1 keys each with its shard key (counted here, the page
+ * sliced here), then the page's rows from those shards only. Citus runs the
+ * walk as one query over the shards, each giving its first bound + 1 in
+ * order (the LIMIT pushed down to them), where the same walk as a subquery
+ * of the count was run first into an intermediate result and read from
+ * there (docs/scale-out.md#what-it-costs).
  */
-async function keysThenRows<T extends object>(
+async function firstPagesThenRows<T extends object>(
   sql: Db,
-  walk: Fragment,
-  from: (n: number) => Fragment,
-  rowsOf: (keys: Fragment, shards: Fragment | undefined) => Fragment,
+  query: { key: Fragment; descending?: boolean; from: (n: number) => Fragment; shardKey: Fragment; rowsOf: RowsOf },
   page: PageQuery,
   bound: number,
 ): Promise<{ total: number; totalExact: boolean; rows: T[] }> {
-  const read = await sql<{ counted?: number | null; keys?: string[] | null; k?: string; s?: string }[]>`${walk}`;
-  let counted: number | null;
-  let keys: string[];
-  let shards: string[] | undefined;
-  if (read.length > 0 && read[0]!.k !== undefined) {
-    const offset = (page.pageNum - 1) * page.pageSize;
-    const onPage = read.slice(offset, offset + page.pageSize);
-    [counted, keys, shards] = [read.length, onPage.map((r) => r.k!), [...new Set(onPage.map((r) => r.s!))]];
-  } else if (read.length === 0) {
-    [counted, keys] = [0, []];
-  } else {
-    [counted, keys] = [read[0]!.counted ?? null, read[0]!.keys ?? []];
-  }
-  if (counted === null) return { ...(await countUpTo(sql, from, page)), rows: [] };
-  const found = keys.length === 0 ? [] : await sql<({ pageKey: string } & T)[]>`${rowsOf(sql`${keys}::text[]`, shards && sql`${shards}::text[]`)}`;
+  const walked = await sql<{ k: string; s: string }[]>`
+    SELECT ${query.key}::text AS k, ${query.shardKey}::text AS s FROM ${query.from(bound + 1)}
+    ORDER BY ${query.key} ${query.descending ? sql`DESC` : sql`ASC`} LIMIT ${rowLimit(sql, bound + 1)}`;
+  const onPage = walked.slice((page.pageNum - 1) * page.pageSize, page.pageNum * page.pageSize);
+  const rows = await rowsInKeyOrder<T>(
+    sql,
+    query.rowsOf,
+    onPage.map((r) => r.k),
+    [...new Set(onPage.map((r) => r.s))],
+  );
+  return walked.length > bound ? { total: bound, totalExact: false, rows } : { total: walked.length, totalExact: true, rows };
+}
+
+/** keyedPageOf on Citus past the first pages: the page's keys (`tail`), then their rows by key. */
+async function keysThenRows<T extends object>(
+  sql: Db,
+  tail: Fragment,
+  from: (n: number) => Fragment,
+  rowsOf: RowsOf,
+  page: PageQuery,
+  bound: number,
+): Promise<{ total: number; totalExact: boolean; rows: T[] }> {
+  const [head] = await sql<{ counted: number | null; keys: string[] | null }[]>`SELECT t.counted, t.keys::text[] AS keys FROM (${tail}) t`;
+  if (head!.counted === null) return { ...(await countUpTo(sql, from, page)), rows: [] };
+  const rows = await rowsInKeyOrder<T>(sql, rowsOf, head!.keys ?? [], undefined);
+  return head!.counted > bound ? { total: bound, totalExact: false, rows } : { total: head!.counted, totalExact: true, rows };
+}
+
+/** The rows of `keys` by rowsOf (from the shards of `shards` when known), put in the keys' order. */
+async function rowsInKeyOrder<T extends object>(sql: Db, rowsOf: RowsOf, keys: string[], shards: string[] | undefined): Promise<T[]> {
+  if (keys.length === 0) return [];
+  const found = await sql<({ pageKey: string } & T)[]>`${rowsOf(sql`${keys}::text[]`, shards && sql`${shards}::text[]`)}`;
   const byKey = new Map(found.map(({ pageKey, ...row }) => [String(pageKey), row as unknown as T]));
-  const rows = keys.flatMap((k) => (byKey.has(k) ? [byKey.get(k)!] : []));
-  return counted > bound ? { total: bound, totalExact: false, rows } : { total: counted, totalExact: true, rows };
+  return keys.flatMap((k) => (byKey.has(k) ? [byKey.get(k)!] : []));
 }
