@@ -1,5 +1,5 @@
 import type { Sql, Tx } from '../db/database.js';
-import { acrossTenants, transactionAcrossTenants } from '../db/citus.js';
+import { acrossTenants, isOnCitus, transactionAcrossTenants } from '../db/citus.js';
 import { BLOCK, FEED_CHANNEL } from './audit.sql.js';
 
 // The audit sequencer's statements (docs/api-rules.md#audit-trail-and-change-feed):
@@ -28,7 +28,8 @@ import { BLOCK, FEED_CHANNEL } from './audit.sql.js';
  * audit_feed is a reference table, locked on every server, so the next run
  * starts only once this one has committed everywhere, and publishes what an
  * interrupted run (a crash between commit and publish) left unpublished.
- * A statement of its own runs on several shards: acrossTenants.
+ * A statement of its own runs on several shards: acrossTenants. On one
+ * PostgreSQL the run publishes in its own transaction (numberAndPublish).
  *
  * The channel it notifies on is FEED_CHANNEL. Returns the last position
  * published, or null when there was nothing new.
@@ -42,6 +43,7 @@ export async function assignPositions(sql: Sql, batch = 10_000): Promise<string 
       OR (SELECT assigned_position <> last_position FROM audit_feed WHERE id = 1) AS todo`,
   );
   if (!work!.todo) return null;
+  if (!isOnCitus()) return numberAndPublish(sql, batch);
   const run = await transactionAcrossTenants(sql, (tx) => numberRecords(tx, batch));
   if (run === null) return null;
   const [published] = await sql<{ last: string }[]>`
@@ -51,7 +53,51 @@ export async function assignPositions(sql: Sql, batch = 10_000): Promise<string 
   return published ? published.last : null;
 }
 
-/** One run's transaction: the records numbered; answers the position to publish, or null when nothing is new. */
+/**
+ * A run on one PostgreSQL: a commit is visible everywhere at once there, so
+ * the run publishes in its own transaction, and its two statements go out
+ * together (pipelined): the lock, then the numbering, the position blocks,
+ * both counters and the notification in one statement. That statement
+ * starts, and takes its snapshot, once the lock is granted, so it reads what
+ * committed before the lock, as numberRecords's statements do. Three round
+ * trips (begin, the two, commit) where the steps of the Citus run take six:
+ * under a steady write load runs follow each other, and their round trips
+ * cost every write's share of the service's and the database's CPU
+ * (docs/benchmark.md#what-a-create-costs).
+ */
+async function numberAndPublish(sql: Sql, batch: number): Promise<string | null> {
+  const [, published] = await sql.begin((tx) => [
+    tx`SELECT 1 FROM audit_feed WHERE id = 1 FOR UPDATE`,
+    tx<{ last: string }[]>`
+    WITH todo AS (
+      SELECT tenant_id, seq, row_number() OVER (ORDER BY seq) AS n
+      FROM audit_log WHERE position IS NULL ORDER BY seq LIMIT ${batch}
+    ), placed AS (
+      UPDATE audit_log a SET position = f.assigned_position + todo.n
+      FROM todo, audit_feed f
+      WHERE f.id = 1 AND a.tenant_id = todo.tenant_id AND a.seq = todo.seq AND a.position IS NULL
+      RETURNING a.position, a.time
+    ), blocks AS (
+      INSERT INTO audit_time_block AS b (block, min_time, max_time)
+      SELECT p.block, min(p.time), max(p.time) FROM (SELECT position / ${BLOCK} AS block, time FROM placed) p GROUP BY p.block
+      ON CONFLICT (block) DO UPDATE SET min_time = least(b.min_time, EXCLUDED.min_time), max_time = greatest(b.max_time, EXCLUDED.max_time)
+      WHERE EXCLUDED.min_time < b.min_time OR EXCLUDED.max_time > b.max_time
+    ), before AS (
+      SELECT last_position FROM audit_feed WHERE id = 1
+    ), feed AS (
+      -- Positions left unpublished by an interrupted run of the Citus steps are published too.
+      UPDATE audit_feed SET assigned_position = assigned_position + (SELECT count(*) FROM placed),
+        last_position = assigned_position + (SELECT count(*) FROM placed)
+      WHERE id = 1
+      RETURNING last_position
+    )
+    SELECT pg_notify(${FEED_CHANNEL}, feed.last_position::text) AS notified, feed.last_position::text AS last
+    FROM feed, before WHERE feed.last_position > before.last_position`,
+  ]);
+  return published!.length > 0 ? published![0]!.last : null;
+}
+
+/** One run's transaction on Citus: the records numbered; answers the position to publish, or null when nothing is new. */
 async function numberRecords(tx: Tx, batch: number): Promise<string | null> {
   const [feed] = await tx<{ assigned: string; published: string }[]>`
     SELECT assigned_position::text AS assigned, last_position::text AS published FROM audit_feed WHERE id = 1 FOR UPDATE`;

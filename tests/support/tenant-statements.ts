@@ -313,7 +313,7 @@ const SUBTREE =
 export const ALLOWLIST: readonly Allowed[] = [
   {
     statement:
-      /^(SELECT EXISTS \(SELECT 1 FROM audit_log WHERE position IS NULL\) OR \(SELECT assigned_position|SELECT tenant_id AS "tenantId", seq::text AS seq FROM audit_log WHERE position IS NULL ORDER BY seq LIMIT|WITH placed AS \( UPDATE audit_log a SET position = v\.position FROM unnest\()/,
+      /^(SELECT EXISTS \(SELECT 1 FROM audit_log WHERE position IS NULL\) OR \(SELECT assigned_position|SELECT tenant_id AS "tenantId", seq::text AS seq FROM audit_log WHERE position IS NULL ORDER BY seq LIMIT|WITH placed AS \( UPDATE audit_log a SET position = v\.position FROM unnest\(|WITH todo AS \( SELECT tenant_id, seq, row_number\(\) OVER \(ORDER BY seq\) AS n FROM audit_log WHERE position IS NULL)/,
     unpinned: ['audit_log'],
     reason:
       "the audit sequencer (src/audit/audit.sequencer.ts assignPositions): one feed order over all tenants, so it numbers every tenant's new records",
