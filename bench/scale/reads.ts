@@ -1,10 +1,12 @@
 // What `npm run bench -- scale` reads (bench/scale.bench.ts), over HTTP, as
-// the small tenant's admin and as the platform admin, on either database:
+// the small tenant's admin, the platform admin and the admin of a tenant made
+// through the API (newestReads), on either database:
 // the tenant list's pages and name filters, the audit list's pages and
 // filters, the change feed, the stream's catch-up, login, a department by id
 // and the tree. Each read checks its answer (statuses, page sizes, the
 // records a catch-up delivers), never its time.
 
+import { randomUUID } from 'node:crypto';
 import { ADMIN_PASSWORD } from '../harness/database.js';
 import { AUDIT, code, DEPTS, SMALL, SMALL_SUBTREE, type Seeded } from './seed.js';
 
@@ -217,5 +219,47 @@ export async function readsOf(targets: Record<Which, Target>): Promise<Read[]> {
       },
     );
   }
-  return reads;
+  return [...reads, ...(await newestReads(targets))];
+}
+
+/**
+ * A user's newest customer, made through the API on each database after the
+ * seed, as a user makes one (the platform admin creates it with its admin,
+ * then two tenants below it): its admin's first page of the tenant list and
+ * of the audit list, ten rows a page. The seeded small tenant has a
+ * thousand records and stands in the statistics; this one is the newest
+ * row of every table it is in, with a handful of records.
+ */
+async function newestReads(targets: Record<Which, Target>): Promise<Read[]> {
+  const made = {} as Record<Which, Record<string, string>>;
+  for (const which of ['scale', 'empty'] as const) {
+    const platform = await login(targets[which], '000000');
+    const name = `Newest ${randomUUID().slice(0, 8)}`;
+    const tenant = { companyName: name, contactUserName: 'Newest', contactPhone: '+86 21 5555 0100' };
+    await call(targets[which], 'POST', '/system/tenant-api', platform, { ...tenant, tenantName: name, username: 'admin', password: ADMIN_PASSWORD });
+    const listed = (await call(targets[which], 'GET', `/system/tenant-api/list?tenantName=${encodeURIComponent(name)}`, platform)).data as {
+      rows: { tenantId: string; tenantName: string }[];
+    };
+    const code = listed.rows.find((r) => r.tenantName === name)!.tenantId;
+    for (const k of [1, 2])
+      await call(targets[which], 'POST', '/system/tenant-api', platform, {
+        ...tenant,
+        companyName: `${name} ${k}`,
+        tenantName: `${name} ${k}`,
+        tenantParent: code,
+      });
+    made[which] = await login(targets[which], code);
+  }
+  const read = (label: string, path: string, check: (rows: unknown[]) => boolean): Read => ({
+    label: `newest   ${label}`,
+    async run(which) {
+      const { data } = await call(targets[which], 'GET', path, made[which]);
+      if (!check((data as { rows: unknown[] }).rows)) throw new Error(`newest ${label}: unexpected rows`);
+    },
+    request: (which) => ({ path, headers: made[which] }),
+  });
+  return [
+    read('tenant list, first page', '/system/tenant-api/list?pageNum=1&pageSize=10', (rows) => rows.length === 3),
+    read('audit list, first page', '/system/audit-api/list?pageNum=1&pageSize=10', (rows) => rows.length >= 1),
+  ];
 }
