@@ -9,13 +9,13 @@
 // BENCH_WITHOUT=audit,chart (PostgreSQL): parts of a write switched off in the
 // database, to measure what each costs (docs/benchmark.md#what-a-create-costs):
 // `audit` drops every audit record as it is inserted (so no sequencer run, no
-// feed, no wake-up either), `chart` disables the triggers that move the chart
-// version (for both sides: the baseline's rows fire them too). On PostgreSQL
+// feed, no wake-up either), `chart` drops every write of the chart version
+// (the service's alone: the bare create writes none). On PostgreSQL
 // the run also prints what the database's backends waited on, per side.
 
 import { randomBytes } from 'node:crypto';
 import type { Sql } from '../src/db/database.js';
-import { addAuditDropTrigger, prepare } from './harness/database.js';
+import { addAuditDropTrigger, addChartDropTrigger, prepare } from './harness/database.js';
 import { startBoth } from './harness/pair.js';
 import { stopAll } from './harness/processes.js';
 import { cannon, CONNECTIONS, interleaved, ROUNDS, SECONDS, SHORT } from './harness/rounds.js';
@@ -75,11 +75,7 @@ async function seedWrites(sql: Sql): Promise<Record<'service' | 'baseline', Writ
   const rows = { service: await side('service'), baseline: await side('baseline') };
   await sql`ANALYZE sys_dept`;
   if (WITHOUT.has('audit')) await addAuditDropTrigger(sql);
-  if (WITHOUT.has('chart')) {
-    for (const trigger of ['sys_dept_chart_insert', 'sys_dept_chart_update', 'sys_dept_chart_delete']) {
-      await sql.unsafe(`ALTER TABLE sys_dept DISABLE TRIGGER ${trigger}`);
-    }
-  }
+  if (WITHOUT.has('chart')) await addChartDropTrigger(sql);
   return rows;
 }
 
