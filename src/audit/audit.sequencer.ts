@@ -59,11 +59,11 @@ export async function assignPositions(sql: Sql, batch = 10_000): Promise<string 
  * together (pipelined): the lock, then the numbering, the position blocks,
  * both counters and the notification in one statement. That statement
  * starts, and takes its snapshot, once the lock is granted, so it reads what
- * committed before the lock, as numberRecords's statements do. Three round
- * trips (begin, the two, commit) where the steps of the Citus run take six:
- * under a steady write load runs follow each other, and their round trips
- * cost every write's share of the service's and the database's CPU
- * (docs/benchmark.md#what-a-create-costs).
+ * committed before the lock, as numberRecords's statements do. With the
+ * check before it, a run is four round trips (check, begin, the two, commit)
+ * where the Citus steps take eight (check, begin, lock, read, number,
+ * counter, commit, publish); the audit list and the change feed wait for a
+ * run before they read (docs/benchmark-log.md#writes-under-load).
  */
 async function numberAndPublish(sql: Sql, batch: number): Promise<string | null> {
   const [, published] = await sql.begin((tx) => [
