@@ -85,9 +85,11 @@ async function numberAndPublish(sql: Sql, batch: number): Promise<string | null>
     ), before AS (
       SELECT last_position FROM audit_feed WHERE id = 1
     ), feed AS (
-      -- Positions left unpublished by an interrupted run of the Citus steps are published too.
-      UPDATE audit_feed SET assigned_position = assigned_position + (SELECT count(*) FROM placed),
-        last_position = assigned_position + (SELECT count(*) FROM placed)
+      -- The counter moves to the last position handed out, as the Citus steps move it: a record passed over
+      -- (none is, under the lock) leaves a gap, never a position handed out twice. Positions left unpublished
+      -- by an interrupted run of those steps are published too.
+      UPDATE audit_feed SET assigned_position = coalesce((SELECT max(position) FROM placed), assigned_position),
+        last_position = coalesce((SELECT max(position) FROM placed), assigned_position)
       WHERE id = 1
       RETURNING last_position
     )
