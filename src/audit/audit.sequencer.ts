@@ -77,11 +77,7 @@ async function numberAndPublish(sql: Sql, batch: number): Promise<string | null>
       FROM todo, audit_feed f
       WHERE f.id = 1 AND a.tenant_id = todo.tenant_id AND a.seq = todo.seq AND a.position IS NULL
       RETURNING a.position, a.time
-    ), blocks AS (
-      INSERT INTO audit_time_block AS b (block, min_time, max_time)
-      SELECT p.block, min(p.time), max(p.time) FROM (SELECT position / ${BLOCK} AS block, time FROM placed) p GROUP BY p.block
-      ON CONFLICT (block) DO UPDATE SET min_time = least(b.min_time, EXCLUDED.min_time), max_time = greatest(b.max_time, EXCLUDED.max_time)
-      WHERE EXCLUDED.min_time < b.min_time OR EXCLUDED.max_time > b.max_time
+    ), blocks AS (${widenBlocks(tx)}
     ), before AS (
       SELECT last_position FROM audit_feed WHERE id = 1
     ), feed AS (
@@ -117,10 +113,20 @@ async function numberRecords(tx: Tx, batch: number): Promise<string | null> {
       FROM unnest(${todo.map((r) => r.tenantId)}::text[], ${todo.map((r) => r.seq)}::bigint[], ${positions}::bigint[]) AS v (tenant_id, seq, position)
       WHERE a.tenant_id = v.tenant_id AND a.seq = v.seq AND a.position IS NULL
       RETURNING a.position, a.time)
+    ${widenBlocks(tx)}`;
+  await tx`UPDATE audit_feed SET assigned_position = ${last}::bigint WHERE id = 1`;
+  return last;
+}
+
+/**
+ * Rule: the time span of each position block (sql/014_audit_time_blocks.sql)
+ * covers the times of the records numbered into it; a span only widens.
+ * Reads the run's numbered records from `placed` (position, time).
+ */
+function widenBlocks(tx: Tx) {
+  return tx`
     INSERT INTO audit_time_block AS b (block, min_time, max_time)
     SELECT p.block, min(p.time), max(p.time) FROM (SELECT position / ${BLOCK} AS block, time FROM placed) p GROUP BY p.block
     ON CONFLICT (block) DO UPDATE SET min_time = least(b.min_time, EXCLUDED.min_time), max_time = greatest(b.max_time, EXCLUDED.max_time)
     WHERE EXCLUDED.min_time < b.min_time OR EXCLUDED.max_time > b.max_time`;
-  await tx`UPDATE audit_feed SET assigned_position = ${last}::bigint WHERE id = 1`;
-  return last;
 }

@@ -75,6 +75,9 @@ const rowLimit = (sql: Db, n: number): Fragment =>
 const countedTo = (sql: Db, from: (n: number) => Fragment, bound: number) =>
   sql`(SELECT count(*)::int FROM (SELECT 1 FROM ${from(bound + 1)} LIMIT ${rowLimit(sql, bound + 1)}) counted)`;
 
+/** The counting rule's answer for `counted` rows counted up to bound + 1: exact up to the bound, then the bound. */
+const totalUpTo = (counted: number, bound: number) => (counted > bound ? { total: bound, totalExact: false } : { total: counted, totalExact: true });
+
 /**
  * The number of rows `from` holds, counted up to the larger of
  * EXACT_TOTAL_UP_TO and the end of the page asked for (so a client always
@@ -85,7 +88,7 @@ const countedTo = (sql: Db, from: (n: number) => Fragment, bound: number) =>
 async function countUpTo(sql: Db, from: (n: number) => Fragment, page: PageQuery): Promise<{ total: number; totalExact: boolean }> {
   const bound = countBound(page);
   const [row] = await sql<{ n: number }[]>`SELECT ${countedTo(sql, from, bound)} AS n`;
-  return row!.n > bound ? { total: bound, totalExact: false } : { total: row!.n, totalExact: true };
+  return totalUpTo(row!.n, bound);
 }
 
 /**
@@ -175,7 +178,7 @@ export async function keyedPageOf<T extends object>(
   const counted = found[0]!.pageCounted;
   if (counted === null) return { ...(await countUpTo(sql, query.from, page)), rows: [] };
   const rows = found.filter((r) => r.pageKeyIndex !== null).map(({ pageCounted: _c, pageKeyIndex: _i, ...row }) => row as unknown as T);
-  return counted > bound ? { total: bound, totalExact: false, rows } : { total: counted, totalExact: true, rows };
+  return { ...totalUpTo(counted, bound), rows };
 }
 
 type RowsOf = (keys: Fragment, shards: Fragment | undefined) => Fragment;
@@ -205,7 +208,7 @@ async function firstPagesThenRows<T extends object>(
     onPage.map((r) => r.k),
     [...new Set(onPage.map((r) => r.s))],
   );
-  return walked.length > bound ? { total: bound, totalExact: false, rows } : { total: walked.length, totalExact: true, rows };
+  return { ...totalUpTo(walked.length, bound), rows };
 }
 
 /** keyedPageOf on Citus past the first pages: the page's keys (`tail`), then their rows by key. */
@@ -220,7 +223,7 @@ async function keysThenRows<T extends object>(
   const [head] = await sql<{ counted: number | null; keys: string[] | null }[]>`SELECT t.counted, t.keys::text[] AS keys FROM (${tail}) t`;
   if (head!.counted === null) return { ...(await countUpTo(sql, from, page)), rows: [] };
   const rows = await rowsInKeyOrder<T>(sql, rowsOf, head!.keys ?? [], undefined);
-  return head!.counted > bound ? { total: bound, totalExact: false, rows } : { total: head!.counted, totalExact: true, rows };
+  return { ...totalUpTo(head!.counted, bound), rows };
 }
 
 /** The rows of `keys` by rowsOf (from the shards of `shards` when known), put in the keys' order. */
