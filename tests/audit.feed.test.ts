@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordAudit } from '../src/audit/audit.record.js';
 import type { Sql } from '../src/db/database.js';
 import { ADMIN_PASSWORD, buildTestApp, Client, secondNode, type Node as AppNode, type TestApp } from './support/app.js';
+import { expectNewestCopy } from './support/invariants.js';
 import { createTenantWithAdmin } from './support/tenant-fixtures.js';
 
 // The promise of GET /system/audit-api/changes (docs/api-rules.md#audit-trail-and-change-feed): a reader that
@@ -121,6 +122,8 @@ describe('the change feed under concurrent writers', () => {
     expect(asNumbers.every((id, k) => k === 0 || id > asNumbers[k - 1]!)).toBe(true); // in cursor order
     expect(seen).toEqual(stored.map((r) => r.id)); // never missed
     expect(writes).toBe(nodes.length * WORKERS_PER_NODE * ITERATIONS);
+    // The runs of both nodes kept the copy of the newest records to the newest 1,001, whole (src/audit/audit.newest.ts).
+    await expectNewestCopy(t.sql);
 
     await second?.close();
   });

@@ -3,6 +3,8 @@ import type { Tx } from '../src/db/database.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, Client, type TestApp } from './support/app.js';
 import { createTenantWithAdmin, type TenantWithAdmin } from './support/tenant-fixtures.js';
+import { expectNewestCopy } from './support/invariants.js';
+import { purgeAudit } from '../src/audit/audit.retention.js';
 
 // docs/api-rules.md#paging and #audit-trail-and-change-feed, read across
 // many tenants: an admin's pages merge the records of its tenants newest
@@ -183,6 +185,48 @@ describe('lists past 1,000 rows', () => {
       const few = await page<AuditRecord>(client, `/system/audit-api/list?tenantId=${big.tenantId}&action=tenant.delete`);
       expect(few).toMatchObject({ total: 0, totalExact: true, rows: [] });
     }
+  });
+
+  it("page the superadmin's whole trail newest first by position across tenants, and count it the same way", async () => {
+    // On Citus this list is walked in the list of positions, and each page's records read from their tenants' shards.
+    const a = await createTenantWithAdmin(t, t.root, { tenantName: 'TrailA' });
+    const b = await createTenantWithAdmin(t, t.root, { tenantName: 'TrailB' });
+    const all = (query: string) => page<AuditRecord>(t.root, `/system/audit-api/list?${query}`);
+    await all('pageSize=1'); // a read waits for the sequencer's run: the tenants' own records are positioned by then
+    await positionedRecords([a.tenantId, b.tenantId, '000000'], 1_006, 'dept.move');
+    const [trail] = await t.sql<{ ids: string[]; tenants: string[]; n: number }[]>`
+      SELECT array_agg(position::text ORDER BY position DESC) AS ids, array_agg(tenant_id ORDER BY position DESC) AS tenants,
+        (SELECT count(*)::int FROM audit_log WHERE position IS NOT NULL) AS n
+      FROM (SELECT position, tenant_id FROM audit_log WHERE position IS NOT NULL ORDER BY position DESC LIMIT 1020) newest`;
+    const first = await all('pageSize=10');
+    expect(first).toMatchObject({ total: 1_000, totalExact: false });
+    expect(first.rows.map((r) => [r.id, r.tenantId])).toEqual(trail!.ids.slice(0, 10).map((id, i) => [id, trail!.tenants[i]]));
+    expect(new Set(first.rows.map((r) => r.tenantId)).size).toBe(3);
+    expect((await all('pageSize=7&pageNum=50')).rows.map((r) => r.id)).toEqual(trail!.ids.slice(343, 350));
+    // Past the first 1,000: counted to the end of the page asked for.
+    const deep = await all('pageSize=10&pageNum=101');
+    expect(deep.rows.map((r) => r.id)).toEqual(trail!.ids.slice(1_000, 1_010));
+    expect(deep).toMatchObject(trail!.n > 1_010 ? { total: 1_010, totalExact: false } : { total: trail!.n, totalExact: true });
+    await expectNewestCopy(t.sql);
+
+    // Five records past the retention period at the top of the trail: the purge deletes them from the copy of the
+    // newest records too, and fills it again from the records below them, so the pages move up by five.
+    await placedAfterFeed(
+      (tx) => tx`
+        WITH f AS (SELECT assigned_position AS last_position FROM audit_feed WHERE id = 1)
+        INSERT INTO audit_log (position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, changes)
+        SELECT f.last_position + g, now() - make_interval(days => 400), ${b.tenantId}, 'expired', '000000', 'dept.move', 'dept', g::text, '{}'
+        FROM f, generate_series(1, 5) g`,
+    );
+    expect((await all('pageSize=5')).rows.map((r) => r.userName)).toEqual(Array(5).fill('expired'));
+    expect(await purgeAudit(t.appSql, 365)).toBeGreaterThanOrEqual(5);
+    const [left] = await t.sql<{ ids: string[] }[]>`
+      SELECT array_agg(position::text ORDER BY position DESC) AS ids
+      FROM (SELECT position FROM audit_log WHERE position IS NOT NULL ORDER BY position DESC LIMIT 1000) newest`;
+    expect(left!.ids.slice(0, 995)).toEqual(trail!.ids.slice(0, 995));
+    expect((await all('pageSize=10&pageNum=100')).rows.map((r) => r.id)).toEqual(left!.ids.slice(990, 1_000));
+    expect(await all('pageSize=10&pageNum=100')).toMatchObject({ total: 1_000, totalExact: false });
+    await expectNewestCopy(t.sql);
   });
 
   it("page the superadmin's time window newest first by position, even where the times run the other way, and count it the same way", async () => {

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ADMIN_PASSWORD, buildTestApp, Client, createdId, createUserAndLogin, type TestApp } from './support/app.js';
 import { createTenantWithAdmin, type TenantWithAdmin } from './support/tenant-fixtures.js';
-import { purgeAudit } from '../src/audit/audit.sql.js';
+import { purgeAudit } from '../src/audit/audit.retention.js';
+import { expectNewestCopy } from './support/invariants.js';
 import { diff, diffSql, recordedColumns, values, valuesSql, type RowImage } from '../src/audit/audit.record.js';
 
 // docs/api-rules.md#audit-trail-and-change-feed: one record per change, in the change's transaction; the
@@ -486,6 +487,15 @@ describe('retention', () => {
         SELECT block::text FROM audit_time_block WHERE block = ANY(${positions.map((p) => Math.floor(p / 256))}::bigint[]) ORDER BY block`
     ).map((r) => r.block);
 
+  it('copies the newest records with every column of audit_log but seq, so a column added to one is added to the other', async () => {
+    const columnsOf = async (table: string) =>
+      t.sql<{ name: string; type: string }[]>`
+        SELECT column_name AS name, data_type AS type FROM information_schema.columns
+        WHERE table_schema = current_schema() AND table_name = ${table} AND column_name <> 'seq' ORDER BY column_name`;
+    expect(await columnsOf('audit_newest')).toEqual(await columnsOf('audit_log'));
+    expect((await columnsOf('audit_newest')).length).toBe(11);
+  });
+
   it('purges records older than the retention period in batches, and keeps the rest', async () => {
     await t.root.get('/system/audit-api/list');
     const count = async () => (await t.sql<{ n: number }[]>`SELECT count(*) AS n FROM audit_log`)[0]!.n;
@@ -501,7 +511,15 @@ describe('retention', () => {
     // Records loaded with positions: the time window's blocks widened once after the load (docs/operations.md).
     await t.sql`SELECT audit_time_blocks_rebuild()`;
     expect(await blocksOf([1000001, 2000000])).toEqual(['3906', '7812']);
+    // The rebuild made the copy of the newest records again (they are among them); each purge batch takes
+    // from it what it deletes and fills it again from what is left (src/audit/audit.newest.ts).
+    const copied = async () =>
+      (await t.sql<{ p: string }[]>`SELECT position::text AS p FROM audit_newest WHERE position >= 1000000 ORDER BY position`).map((r) => r.p);
+    expect(await copied()).toEqual([...Array.from({ length: 25 }, (_, i) => String(1000001 + i)), '2000000']);
+    await expectNewestCopy(t.sql);
     expect(await purgeAudit(t.appSql, 365, 4)).toBe(25);
+    expect(await copied()).toEqual(['2000000']);
+    await expectNewestCopy(t.sql);
     const left = await t.sql<{ userName: string }[]>`SELECT user_name AS "userName" FROM audit_log WHERE user_name IN ('old', 'recent')`;
     expect(left.map((r) => r.userName)).toEqual(['recent']);
     // The time window's position block of the purged records goes with them; the recent record's stays.
@@ -509,10 +527,12 @@ describe('retention', () => {
     expect(await purgeAudit(t.appSql, 200, 1000)).toBe(1);
     expect(await count()).toBe(before);
     expect(await blocksOf([1000001, 2000000])).toEqual([]);
+    expect(await copied()).toEqual([]);
+    await expectNewestCopy(t.sql);
   });
 
   // A second connection holds the record's lock; the embedded database has one connection.
-  // Not on Citus, whose purge over several shards takes no row lock to skip (src/audit/audit.sql.ts, purgeAudit).
+  // Not on Citus, whose purge over several shards takes no row lock to skip (src/audit/audit.retention.ts, purgeAudit).
   it.skipIf(!inject('databaseUrl') || inject('citusNodes') !== '')(
     'keeps the position block of an old record another purge holds, until that record is gone',
     async () => {

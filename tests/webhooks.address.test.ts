@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildTestApp, type TestApp } from './support/app.js';
 import { WebhookReceiver } from './support/webhook-receiver.js';
 import { parseAllowedCidrs } from '../src/outbound/outbound.address.js';
-import { purgeAudit } from '../src/audit/audit.sql.js';
+import { purgeAudit } from '../src/audit/audit.retention.js';
 
 // The address rule (docs/webhooks.md#addresses) and cursor expiry, on a
 // service whose OUTBOUND_ALLOWED_CIDRS lets in 10.0.0.0/8 only: loopback is

@@ -5,7 +5,7 @@ import type { Caller } from '../identity/caller.js';
 import { AuditFeed, type NotifyMode } from './audit.feed.js';
 import { settledWithin } from '../core/timeout.js';
 import { auditRoutes } from './audit.routes.js';
-import { purgeAudit } from './audit.sql.js';
+import { purgeAudit } from './audit.retention.js';
 import { AuditStreams, STREAM_DEFAULTS, type StreamOptions } from './audit.stream.js';
 import { auditFeedMetrics } from './audit.metrics.js';
 

@@ -1,6 +1,7 @@
 import type { Sql, Tx } from '../db/database.js';
 import { acrossTenants, isOnCitus, transactionAcrossTenants } from '../db/citus.js';
 import { BLOCK, FEED_CHANNEL } from './audit.sql.js';
+import { keepNewest, returningPlaced } from './audit.newest.js';
 
 // The audit sequencer's statements (docs/api-rules.md#audit-trail-and-change-feed):
 // positions for the committed records, then the last of them published.
@@ -56,7 +57,8 @@ export async function assignPositions(sql: Sql, batch = 10_000): Promise<string 
 /**
  * A run on one PostgreSQL: a commit is visible everywhere at once there, so
  * the run publishes in its own transaction, and its two statements go out
- * together (pipelined): the lock, then the numbering, the position blocks,
+ * together (pipelined): the lock, then the numbering, the copy of the
+ * newest records (audit.newest.ts), the position blocks,
  * both counters and the notification in one statement. That statement
  * starts, and takes its snapshot, once the lock is granted, so it reads what
  * committed before the lock, as numberRecords's statements do. With the
@@ -76,8 +78,8 @@ async function numberAndPublish(sql: Sql, batch: number): Promise<string | null>
       UPDATE audit_log a SET position = f.assigned_position + todo.n
       FROM todo, audit_feed f
       WHERE f.id = 1 AND a.tenant_id = todo.tenant_id AND a.seq = todo.seq AND a.position IS NULL
-      RETURNING a.position, a.time
-    ), blocks AS (${widenBlocks(tx)}
+      ${returningPlaced(tx)}
+    ), ${keepNewest(tx)}, blocks AS (${widenBlocks(tx)}
     ), before AS (
       SELECT last_position FROM audit_feed WHERE id = 1
     ), feed AS (
@@ -105,14 +107,16 @@ async function numberRecords(tx: Tx, batch: number): Promise<string | null> {
   if (todo.length === 0) return assigned > BigInt(feed!.published) ? String(assigned) : null;
   const positions = todo.map((_, i) => String(assigned + BigInt(i + 1)));
   const last = positions.at(-1)!;
-  // The records and the time spans of their position blocks (sql/014_audit_time_blocks.sql), one statement:
-  // a span only widens. `position IS NULL` again: a record is never numbered twice.
+  // The records, the copy of the newest (audit.newest.ts) and the time spans of their position blocks
+  // (sql/014_audit_time_blocks.sql), one statement: a span only widens. `position IS NULL` again: a record is
+  // never numbered twice.
   await tx`
     WITH placed AS (
       UPDATE audit_log a SET position = v.position
       FROM unnest(${todo.map((r) => r.tenantId)}::text[], ${todo.map((r) => r.seq)}::bigint[], ${positions}::bigint[]) AS v (tenant_id, seq, position)
       WHERE a.tenant_id = v.tenant_id AND a.seq = v.seq AND a.position IS NULL
-      RETURNING a.position, a.time)
+      ${returningPlaced(tx)}
+    ), ${keepNewest(tx)}
     ${widenBlocks(tx)}`;
   await tx`UPDATE audit_feed SET assigned_position = ${last}::bigint WHERE id = 1`;
   return last;

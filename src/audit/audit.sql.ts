@@ -8,6 +8,7 @@ import { isSuperadmin, type Caller } from '../identity/caller.js';
 import { tenantsReadableBy } from '../identity/scope.js';
 import type { AuditListQuery, AuditRecord } from './audit.schema.js';
 import { recordColumns, toAuditRecord } from './audit.fields.js';
+import { newestPage, withinNewest } from './audit.newest.js';
 
 /** The channel a sequencer run announces new positions on, to every node (LISTEN/NOTIFY). */
 export const FEED_CHANNEL = 'audit_feed';
@@ -131,6 +132,8 @@ export async function listAudit(
     ${filters}
     ${begin !== undefined ? sql`AND a.time >= ${begin}` : sql``}
     ${end !== undefined ? sql`AND a.time < ${end}` : sql``}`;
+  const unfiltered = [query.action, query.entityType, query.entityId, query.userName, query.tenantId, begin, end].every((v) => v === undefined);
+  if (isSuperadmin(viewer) && unfiltered && withinNewest(query)) return newestPage(sql, query);
   const from = visibleRecords(sql, viewer, where, 'DESC');
   // The walk over positions reads an index alone for most filters: the superadmin's each have a
   // (column, position) index or, for the user name and the time, the position index carries them
@@ -190,52 +193,6 @@ export async function changesAfter(sql: Db, viewer: Caller, after: string | unde
     LIMIT ${limit}`,
   );
   return rows.map(toAuditRecord);
-}
-
-/**
- * Deletes records older than `days`, `batch` rows per statement so no lock
- * or transaction is held for long. Writers never wait for it: they insert
- * new rows, and the sequencer touches only unpositioned ones. Then the time
- * window's position blocks left empty go too. Returns the number of records
- * deleted.
- */
-export async function purgeAudit(sql: Db, days: number, batch = 1000): Promise<number> {
-  let total = 0;
-  for (;;) {
-    // Every tenant's records, by age (docs/scale-out.md#across-tenants-by-design). On Citus, whose statements
-    // over several shards take no row locks in a subquery, two nodes' purges may wait for each other's rows.
-    const deleted = await acrossTenants(
-      sql,
-      (db) => db`
-      DELETE FROM audit_log WHERE (tenant_id, seq) IN (
-        SELECT tenant_id, seq FROM audit_log
-        WHERE time < now() - make_interval(days => ${days}) AND position IS NOT NULL
-        ORDER BY time LIMIT ${batch}
-        ${isOnCitus() ? db`` : db`FOR UPDATE SKIP LOCKED`})`,
-    );
-    total += deleted.count;
-    if (deleted.count < batch) break;
-  }
-  // The position blocks of the time window (sql/014_audit_time_blocks.sql) that no longer hold a record: a block
-  // all of whose records were older than the cutoff. One whose record was skipped above (locked by another node's
-  // purge) is kept for that record, and goes with it on a later run.
-  // In three steps: the blocks old enough, those of them still holding a record (over every shard), the rest deleted.
-  const old = await sql<{ block: string }[]>`
-    SELECT block::text AS block FROM audit_time_block WHERE max_time < now() - make_interval(days => ${days}) ORDER BY block`;
-  if (old.length > 0) {
-    const blocks = old.map((b) => b.block);
-    const held = await acrossTenants(
-      sql,
-      (db) => db<{ block: string }[]>`
-      SELECT DISTINCT (a.position / ${BLOCK})::text AS block FROM audit_log a
-      WHERE a.position >= ${blocks[0]!}::bigint * ${BLOCK} AND a.position < (${blocks.at(-1)!}::bigint + 1) * ${BLOCK}
-        AND a.position / ${BLOCK} = ANY (${blocks}::bigint[])`,
-    );
-    const keep = new Set(held.map((h) => h.block));
-    const empty = blocks.filter((b) => !keep.has(b));
-    if (empty.length > 0) await sql`DELETE FROM audit_time_block WHERE block = ANY (${empty}::bigint[])`;
-  }
-  return total;
 }
 
 /** The feed's backlog for the metrics (docs/operations.md#metrics): records without a position yet, and the last published. */

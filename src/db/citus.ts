@@ -52,6 +52,7 @@ export const REFERENCE_TABLES = [
   'app_setting',
   'audit_feed',
   'audit_time_block',
+  'audit_newest',
 ] as const;
 
 /**

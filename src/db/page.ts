@@ -48,7 +48,7 @@ export async function windowOf<T extends object>(
  * the page itself, and a client paging by number needs no more than "at
  * least this many". docs/api-rules.md#paging.
  */
-const EXACT_TOTAL_UP_TO = 1_000;
+export const EXACT_TOTAL_UP_TO = 1_000;
 
 /** How far a count goes: EXACT_TOTAL_UP_TO rows, or to the end of the page asked for. */
 export const countBound = (page: PageQuery) => Math.max(EXACT_TOTAL_UP_TO, page.pageNum * page.pageSize);
@@ -76,7 +76,8 @@ const countedTo = (sql: Db, from: (n: number) => Fragment, bound: number) =>
   sql`(SELECT count(*)::int FROM (SELECT 1 FROM ${from(bound + 1)} LIMIT ${rowLimit(sql, bound + 1)}) counted)`;
 
 /** The counting rule's answer for `counted` rows counted up to bound + 1: exact up to the bound, then the bound. */
-const totalUpTo = (counted: number, bound: number) => (counted > bound ? { total: bound, totalExact: false } : { total: counted, totalExact: true });
+export const totalUpTo = (counted: number, bound: number) =>
+  counted > bound ? { total: bound, totalExact: false } : { total: counted, totalExact: true };
 
 /**
  * The number of rows `from` holds, counted up to the larger of

@@ -42,3 +42,16 @@ export async function expectTreeInvariants(sql: Sql): Promise<void> {
   }
   expect(problems).toEqual([]);
 }
+
+/**
+ * The copy of the newest audit records (src/audit/audit.newest.ts): exactly
+ * the 1,001 positioned records of audit_log with the highest positions (all
+ * while there are fewer), every column alike.
+ */
+export async function expectNewestCopy(sql: Sql): Promise<void> {
+  const columns = sql`position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, request_id, ip, changes`;
+  const copy = await sql`SELECT ${columns} FROM audit_newest ORDER BY position DESC`;
+  const newest = await sql`SELECT ${columns} FROM audit_log WHERE position IS NOT NULL ORDER BY position DESC LIMIT 1001`;
+  expect(copy.length, 'rows of audit_newest').toBe(newest.length);
+  expect(Array.from(copy)).toEqual(Array.from(newest));
+}

@@ -320,9 +320,16 @@ export const ALLOWLIST: readonly Allowed[] = [
   },
   {
     statement:
-      /^DELETE FROM audit_log WHERE \(tenant_id, seq\) IN \( SELECT tenant_id, seq FROM audit_log WHERE time < now\(\) - make_interval\(days => \$1\) AND position IS NOT NULL/,
+      /^WITH gone AS \( DELETE FROM audit_log WHERE \(tenant_id, seq\) IN \( SELECT tenant_id, seq FROM audit_log WHERE time < now\(\) - make_interval\(days => \$1\) AND position IS NOT NULL/,
     unpinned: ['audit_log'],
     reason: "the audit retention purge (src/audit/audit.sql.ts purgeAudit): deletes every tenant's records past their age",
+  },
+  {
+    statement:
+      /^INSERT INTO audit_newest \(position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, request_id, ip, changes\) SELECT position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, request_id, ip, changes FROM audit_log WHERE position IS NOT NULL ORDER BY position DESC LIMIT/,
+    unpinned: ['audit_log'],
+    reason:
+      "the same purge, when it deleted some of the newest records: the copy of the newest (src/audit/audit.newest.ts) filled again from every tenant's",
   },
   {
     statement: /^SELECT DISTINCT \(a\.position \/ \$1\)::text AS block FROM audit_log a WHERE a\.position >= /,
