@@ -37,7 +37,10 @@ CREATE TABLE audit_newest (
   changes        jsonb       NOT NULL
 );
 
+-- Under audit_feed's row lock, which every sequencer run holds: the copy is
+-- made of what the runs before it committed, and a run after it adds its own.
 CREATE OR REPLACE FUNCTION audit_time_blocks_rebuild() RETURNS void LANGUAGE sql AS $$
+  SELECT 1 FROM audit_feed WHERE id = 1 FOR UPDATE;
   INSERT INTO audit_time_block AS b (block, min_time, max_time)
   SELECT position / 256, min(time), max(time) FROM audit_log WHERE position IS NOT NULL GROUP BY position / 256
   ON CONFLICT (block) DO UPDATE SET min_time = least(b.min_time, EXCLUDED.min_time), max_time = greatest(b.max_time, EXCLUDED.max_time);
@@ -47,8 +50,5 @@ CREATE OR REPLACE FUNCTION audit_time_blocks_rebuild() RETURNS void LANGUAGE sql
   FROM audit_log WHERE position IS NOT NULL ORDER BY position DESC LIMIT 1001;
 $$;
 
--- The records positioned so far, under audit_feed's row lock, which every
--- sequencer run holds: the copy is made of what the runs before it
--- committed, and a run after it (of this version) adds its own.
-SELECT 1 FROM audit_feed WHERE id = 1 FOR UPDATE;
+-- The records positioned so far.
 SELECT audit_time_blocks_rebuild();
