@@ -160,28 +160,19 @@ export function auditRecords(db: Db, actor: Actor, action: AuditAction, entityTy
   return db`, audit_records AS (${auditRecordsStatement(db, actor, action, entityType, source)})`;
 }
 
-/** auditRecords's INSERT: `source` gives one (entity_id, changes) row per record. */
-function auditRecordsStatement(db: Db, actor: Actor, action: AuditAction, entityType: EntityType, source: Fragment) {
+/**
+ * auditRecords as a statement of its own, for a write that runs one
+ * statement per table (createDept on Citus, which runs a statement whose
+ * CTEs write as several, each CTE's rows kept on the coordinator in
+ * between: docs/scale-out.md#what-it-costs). `source` reads the changed row
+ * from the values the change's own statement returned.
+ */
+export function auditRecordsStatement(db: Db, actor: Actor, action: AuditAction, entityType: EntityType, source: Fragment) {
   return db`
     INSERT INTO audit_log (tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, request_id, ip, changes)
     SELECT ${actor.tenantId}, ${actor.userName}, ${actor.userTenantId ?? actor.tenantId}, ${action}, ${entityType},
            r.entity_id::text, ${actor.requestId ?? null}, ${actor.ip ?? null}, r.changes
     FROM (${source}) AS r(entity_id, changes)`;
-}
-
-/**
- * One record of the actor's tenant as a statement of its own, its values
- * given (`changes`, JSON text as valuesSql() or diffSql() made it): an
- * `INSERT ... VALUES`, which Citus routes to the tenant's shard, where an
- * `INSERT ... SELECT` whose rows come from no table is run on the
- * coordinator and its rows copied to the shard (createDept on Citus,
- * docs/scale-out.md#what-it-costs).
- */
-export function auditRecordStatement(db: Db, actor: Actor, action: AuditAction, entityType: EntityType, entityId: string, changes: string) {
-  return db`
-    INSERT INTO audit_log (tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, request_id, ip, changes)
-    VALUES (${actor.tenantId}, ${actor.userName}, ${actor.userTenantId ?? actor.tenantId}, ${action}, ${entityType},
-            ${entityId}, ${actor.requestId ?? null}, ${actor.ip ?? null}, ${changes}::text::jsonb)`;
 }
 
 /**

@@ -4,7 +4,7 @@ import { contains } from '../db/sql.helpers.js';
 import { assert } from '../core/app.error.js';
 import { checkIfMatch } from '../core/version.js';
 import { assertOwnTenant, type Actor } from '../identity/caller.js';
-import { auditRecords, auditRecordStatement, diffSql, recordedColumns, valuesSql } from '../audit/audit.record.js';
+import { auditRecords, auditRecordsStatement, diffSql, recordedColumns, valuesSql } from '../audit/audit.record.js';
 import { assertDepthFits } from './dept.depth.js';
 import {
   assertAllLive,
@@ -109,17 +109,11 @@ export async function createDept(tx: Tx, actor: Actor, sent: DeptCreate, extra: 
   if (isOnCitus()) {
     // A statement per table, each routed to the tenant's shard: Citus runs the one-statement form below as
     // three, their rows kept on the coordinator in between, at a third of the speed (docs/scale-out.md#what-it-costs).
-    // The record's values are made from the row as returned, typed again as a sys_dept row (the same values, big ids
-    // exact), by a statement the coordinator answers alone, sent with the chart version's; the record then goes in
-    // as values, routed (auditRecordStatement says why).
+    // The record is built from the row as returned, typed again as a sys_dept row: the same values, big ids exact.
     const [made] = await tx<DeptRow[]>`INSERT INTO sys_dept ${tx(columns)} RETURNING *`;
-    const [[record]] = await Promise.all([
-      tx<{ changes: string }[]>`
-        SELECT (${valuesSql(tx, RECORDED, 'created')})::text AS changes
-        FROM jsonb_populate_record(NULL::sys_dept, ${JSON.stringify(made)}::text::jsonb) created`,
-      tx`${chartBumpStatement(tx, actor.tenantId)}`,
-    ]);
-    await tx`${auditRecordStatement(tx, actor, 'dept.create', 'dept', String(made!.dept_id), record!.changes)}`;
+    const created = tx`SELECT dept_id, ${valuesSql(tx, RECORDED, 'created')} FROM jsonb_populate_record(NULL::sys_dept, ${JSON.stringify(made)}::text::jsonb) created`;
+    await tx`${auditRecordsStatement(tx, actor, 'dept.create', 'dept', created)}`;
+    await tx`${chartBumpStatement(tx, actor.tenantId)}`;
     return made!.dept_id as Id;
   }
   const [row] = await tx<{ deptId: Id }[]>`
