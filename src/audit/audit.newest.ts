@@ -1,6 +1,7 @@
 import type { Row } from 'postgres';
 import type { Db, Tx } from '../db/database.js';
 import { EXACT_TOTAL_UP_TO, totalUpTo, type PageQuery } from '../db/page.js';
+import { builtOnce, plainName } from '../db/fields.js';
 import { recordColumns, toAuditRecord } from './audit.fields.js';
 import type { AuditRecord } from './audit.schema.js';
 
@@ -20,9 +21,15 @@ import type { AuditRecord } from './audit.schema.js';
 /** The bound of the count and one more (db/page.ts): enough for every page that ends within the first 1,000. */
 const NEWEST_KEPT = EXACT_TOTAL_UP_TO + 1;
 
+/** audit_newest's columns: audit_log's but seq (sql/026_audit_newest.sql; a test holds the two tables alike). */
+const COPIED = ['position', 'time', 'tenant_id', 'user_name', 'user_tenant_id', 'action', 'entity_type', 'entity_id', 'request_id', 'ip', 'changes'];
+
+/** COPIED as a column list (builtOnce: the code's own names, each checked). */
+const copied = (db: Db) => builtOnce(db, COPIED, 'columns', () => COPIED.map((c) => plainName(c, 'identifier')).join(', '));
+
 /**
  * A sequencer run's part, as CTEs after `placed` (the run's numbered
- * records, every column but seq): the newest of them added, and what fell
+ * records, every column, `RETURNING a.*`): the newest of them added, and what fell
  * below the newest NEWEST_KEPT of the table and the run together dropped.
  * Each CTE reads the table as it was before the statement, hence the union.
  */
@@ -31,18 +38,13 @@ export function keepNewest(tx: Tx) {
     kept AS (
       SELECT * FROM placed ORDER BY position DESC LIMIT ${NEWEST_KEPT}
     ), added AS (
-      INSERT INTO audit_newest (position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, request_id, ip, changes)
-      SELECT position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, request_id, ip, changes FROM kept
+      INSERT INTO audit_newest (${copied(tx)}) SELECT ${copied(tx)} FROM kept
     ), dropped AS (
       DELETE FROM audit_newest n WHERE n.position < (
         SELECT min(t.position) FROM (
           SELECT position FROM audit_newest UNION ALL SELECT position FROM kept ORDER BY position DESC LIMIT ${NEWEST_KEPT}) t)
     )`;
 }
-
-/** What a sequencer run's UPDATE of audit_log `a` returns as `placed`: every column but seq, for keepNewest and the time blocks. */
-export const returningPlaced = (tx: Tx) =>
-  tx`RETURNING a.position, a.time, a.tenant_id, a.user_name, a.user_tenant_id, a.action, a.entity_type, a.entity_id, a.request_id, a.ip, a.changes`;
 
 /**
  * After the purge deleted records the copy held: the newest records of
@@ -52,9 +54,8 @@ export const returningPlaced = (tx: Tx) =>
  */
 export async function refillNewest(tx: Tx): Promise<void> {
   await tx`
-    INSERT INTO audit_newest (position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, request_id, ip, changes)
-    SELECT position, time, tenant_id, user_name, user_tenant_id, action, entity_type, entity_id, request_id, ip, changes
-    FROM audit_log WHERE position IS NOT NULL ORDER BY position DESC LIMIT ${NEWEST_KEPT}
+    INSERT INTO audit_newest (${copied(tx)})
+    SELECT ${copied(tx)} FROM audit_log WHERE position IS NOT NULL ORDER BY position DESC LIMIT ${NEWEST_KEPT}
     ON CONFLICT (position) DO NOTHING`;
 }
 

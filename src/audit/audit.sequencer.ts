@@ -1,7 +1,7 @@
 import type { Sql, Tx } from '../db/database.js';
 import { acrossTenants, isOnCitus, transactionAcrossTenants } from '../db/citus.js';
 import { BLOCK, FEED_CHANNEL } from './audit.sql.js';
-import { keepNewest, returningPlaced } from './audit.newest.js';
+import { keepNewest } from './audit.newest.js';
 
 // The audit sequencer's statements (docs/api-rules.md#audit-trail-and-change-feed):
 // positions for the committed records, then the last of them published.
@@ -78,7 +78,7 @@ async function numberAndPublish(sql: Sql, batch: number): Promise<string | null>
       UPDATE audit_log a SET position = f.assigned_position + todo.n
       FROM todo, audit_feed f
       WHERE f.id = 1 AND a.tenant_id = todo.tenant_id AND a.seq = todo.seq AND a.position IS NULL
-      ${returningPlaced(tx)}
+      RETURNING a.*
     ), ${keepNewest(tx)}, blocks AS (${widenBlocks(tx)}
     ), before AS (
       SELECT last_position FROM audit_feed WHERE id = 1
@@ -115,7 +115,7 @@ async function numberRecords(tx: Tx, batch: number): Promise<string | null> {
       UPDATE audit_log a SET position = v.position
       FROM unnest(${todo.map((r) => r.tenantId)}::text[], ${todo.map((r) => r.seq)}::bigint[], ${positions}::bigint[]) AS v (tenant_id, seq, position)
       WHERE a.tenant_id = v.tenant_id AND a.seq = v.seq AND a.position IS NULL
-      ${returningPlaced(tx)}
+      RETURNING a.*
     ), ${keepNewest(tx)}
     ${widenBlocks(tx)}`;
   await tx`UPDATE audit_feed SET assigned_position = ${last}::bigint WHERE id = 1`;
